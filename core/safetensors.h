@@ -41,6 +41,7 @@ typedef struct clef_st_file {
     clef_st_tensor *tensors; // in header order
     int nmeta;
     clef_st_meta *meta; // __metadata__ entries
+    int *by_name; // internal: tensor indices sorted by name (clef_st_find)
 } clef_st_file;
 
 // Opens and validates a file: header length within the file and <= 100 MB,
