@@ -1,0 +1,19 @@
+// clef's seeded generator (xoshiro256**, seeded by splitmix64): the same
+// seed gives the same head, fixture and batch order on every machine.
+#ifndef CLEF_RNG_H
+#define CLEF_RNG_H
+
+#include <stdint.h>
+
+typedef struct clef_rng {
+    uint64_t s[4];
+} clef_rng;
+
+void clef_rng_seed(clef_rng *r, uint64_t seed);
+uint64_t clef_rng_next(clef_rng *r);
+double clef_rng_double(clef_rng *r);                   // [0, 1), 53 bits
+float clef_rng_uniform(clef_rng *r, float lo, float hi); // [lo, hi)
+float clef_rng_normal(clef_rng *r);                    // N(0, 1), Box-Muller
+uint64_t clef_rng_below(clef_rng *r, uint64_t n);      // [0, n), unbiased
+
+#endif
