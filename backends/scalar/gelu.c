@@ -1,0 +1,37 @@
+// Exact-erf GELU (HEAD.md §4), scalar reference.
+//
+// Choice: each element is evaluated in double (libm erf/exp) and rounded to
+// float once, so the reference is within half an ulp of the true value (except
+// where the result underflows). Vector backends that use a float erf
+// approximation are judged against this.
+#include <math.h>
+
+#include "scalar.h"
+
+#define CLEF_SQRT1_2 0.70710678118654752440   // 1/√2
+#define CLEF_INV_SQRT_2PI 0.39894228040143267794 // 1/√(2π)
+
+// Φ(x), the standard normal CDF.
+static double phi_cdf(double x) { return 0.5 * (1.0 + erf(x * CLEF_SQRT1_2)); }
+
+// x (n) -> y (n) = x Φ(x)
+void clef_f32_gelu_fwd__scalar(size_t n, const float *x, float *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        double xi = x[i];
+        y[i] = (float)(xi * phi_cdf(xi));
+    }
+}
+
+// dx (n) += dy (n) ⊙ (Φ(x) + x φ(x)); the product dy·gelu'(x) is formed in
+// double and rounded once before the float accumulation.
+void clef_f32_gelu_bwd__scalar(size_t n, const float *x, const float *dy,
+                               float *dx)
+{
+    for (size_t i = 0; i < n; i++) {
+        double xi = x[i];
+        double pdf = CLEF_INV_SQRT_2PI * exp(-0.5 * xi * xi);
+        double d = phi_cdf(xi) + xi * pdf;
+        dx[i] += (float)((double)dy[i] * d);
+    }
+}

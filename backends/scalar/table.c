@@ -1,0 +1,12 @@
+// The scalar reference backend's table: every op, its kernel and its name.
+#include "scalar.h"
+
+#define CLEF_SCALAR_ENTRY(op, type) .op = clef_f32_##op##__scalar,
+#define CLEF_SCALAR_NAME(op, type)                                             \
+    [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
+
+const clef_kernels clef_scalar_kernels = {
+    .backend = "scalar",
+    CLEF_OPS(CLEF_SCALAR_ENTRY)
+    .names = {CLEF_OPS(CLEF_SCALAR_NAME)},
+};
