@@ -1,0 +1,340 @@
+// GEMM driver shared by backends/avx2/gemm.c (6x16 ymm microkernel) and
+// backends/avx512/gemm.c (14x32 zmm microkernel).
+//
+// The including file defines:
+//   GEMM_MR, GEMM_NR          register tile (rows of C, columns of C)
+//   gemm_ukr(kc, a, b, c, ldc, accum)
+//                             C tile (MR,NR) [+]= Ap (kc,MR)ᵀ-panel · Bp (kc,NR)
+//   GEMM_SMALL_ISA            suffix for the small-shape helpers
+// and includes vec.h first.
+//
+// Structure (Goto/BLIS): for each NC block of columns, for each KC block of
+// the reduction, pack B (KC,NC) into NR-wide panels; for each MC block of
+// rows pack A (MC,KC) into MR-wide panels; run the microkernel over the
+// tiles. Edge tiles go through a small stack tile. KC/MC/NC come from the L1d
+// and L2 sizes (scheduler/cpu.h).
+//
+// Determinism: every C element sums its K range in the same order (KC blocks
+// in order, k ascending within a block) whatever the thread count: threads
+// split packing and output tiles only, never K.
+//
+// Small shapes (the width-8 heads, vectors): no packing, no allocation;
+// vectorised over N (nn, tn) or over K (nt).
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "scheduler/cpu.h"
+
+typedef struct gemm_blocking {
+    int kc, mc, nc;
+} gemm_blocking;
+
+static gemm_blocking gemm_blocking_get(void)
+{
+    size_t l1 = clef_cpu_l1d(), l2 = clef_cpu_l2();
+    gemm_blocking b;
+    // B micro-panel (KC,NR) takes about half of L1d
+    b.kc = (int)(l1 / 2 / (GEMM_NR * sizeof(float)));
+    if (b.kc < 128)
+        b.kc = 128;
+    if (b.kc > 512)
+        b.kc = 512;
+    b.kc &= ~7;
+    // A block (MC,KC) takes about a quarter of L2
+    b.mc = (int)(l2 / 4 / ((size_t)b.kc * sizeof(float)));
+    b.mc = b.mc / GEMM_MR * GEMM_MR;
+    if (b.mc < GEMM_MR)
+        b.mc = GEMM_MR;
+    // B block (KC,NC) takes about half of L2
+    b.nc = (int)(l2 / 2 / ((size_t)b.kc * sizeof(float)));
+    b.nc = b.nc / GEMM_NR * GEMM_NR;
+    if (b.nc < GEMM_NR)
+        b.nc = GEMM_NR;
+    return b;
+}
+
+// 8x8 transpose of rows r[0..7] (ymm) in place.
+static inline void transpose8(__m256 r[8])
+{
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+static inline __m256i gemm_mask8(int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Panel of width W from a source whose panel index runs along ROWS:
+//   dst (kc, W)[k][i] = src[i·ld + k] for i < w, 0 for w ≤ i < W.
+static void pack_rows(int W, int w, int kc, const float *src, int ld, float *dst)
+{
+    int i0 = 0;
+    for (; i0 < w; i0 += 8) {
+        int ni = w - i0 < 8 ? w - i0 : 8;    // valid source rows
+        int ns = W - i0 < 8 ? W - i0 : 8;    // lanes stored
+        __m256i ms = gemm_mask8(ns);
+        int k = 0;
+        for (; k + 8 <= kc; k += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++)
+                r[i] = i < ni ? _mm256_loadu_ps(src + (size_t)(i0 + i) * ld + k)
+                              : _mm256_setzero_ps();
+            transpose8(r);
+            for (int j = 0; j < 8; j++) {
+                float *d = dst + (size_t)(k + j) * W + i0;
+                if (ns == 8)
+                    _mm256_storeu_ps(d, r[j]);
+                else
+                    _mm256_maskstore_ps(d, ms, r[j]);
+            }
+        }
+        for (; k < kc; k++)
+            for (int i = 0; i < ns; i++)
+                dst[(size_t)k * W + i0 + i] =
+                    i < ni ? src[(size_t)(i0 + i) * ld + k] : 0.0f;
+    }
+    for (; i0 < W; i0++) // whole zero lanes beyond w (w a multiple of 8)
+        for (int k = 0; k < kc; k++)
+            dst[(size_t)k * W + i0] = 0.0f;
+}
+
+// Panel of width W from a source whose panel index runs along COLUMNS:
+//   dst (kc, W)[k][i] = src[k·ld + i] for i < w, 0 beyond.
+static void pack_cols(int W, int w, int kc, const float *src, int ld, float *dst)
+{
+    for (int k = 0; k < kc; k++) {
+        const float *s = src + (size_t)k * ld;
+        float *d = dst + (size_t)k * W;
+        int i = 0;
+        for (; i + VW <= w; i += VW)
+            vf_store(d + i, vf_load(s + i));
+        for (; i < W; i += VW) {
+            int n = w - i;
+            vf v = n > 0 ? (n < VW ? vf_loadn(s + i, n) : vf_load(s + i)) : vf_zero();
+            int st = W - i < VW ? W - i : VW;
+            if (st == VW)
+                vf_store(d + i, v);
+            else
+                vf_storen(d + i, v, st);
+        }
+    }
+}
+
+// The layout of one GEMM call: how to reach op(A) rows and op(B) columns.
+typedef struct gemm_layout {
+    int a_trans; // 0: A (M,K) rows are C rows (nt, nn); 1: A (K,M) (tn)
+    int b_trans; // 0: B (K,N) (nn, tn);                 1: B (N,K) (nt)
+} gemm_layout;
+
+// Packs NR-panel jp (columns j0 + jp·NR ..) of op(B)[p0:p0+kc, j0:j0+n].
+static void pack_b_panel(gemm_layout L, int n, int kc, const float *B, int ldb,
+                         int j0, int p0, int jp, float *Bp)
+{
+    int jr = jp * GEMM_NR;
+    int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
+    float *d = Bp + (size_t)jr * kc;
+    if (L.b_trans)
+        pack_rows(GEMM_NR, nr, kc, B + (size_t)(j0 + jr) * ldb + p0, ldb, d);
+    else
+        pack_cols(GEMM_NR, nr, kc, B + (size_t)p0 * ldb + j0 + jr, ldb, d);
+}
+
+// One MR×NR tile (possibly partial) of C.
+static inline void gemm_tile(int kc, const float *Ap, const float *Bp, float *C,
+                             int ldc, int mr, int nr, int accum)
+{
+    if (mr == GEMM_MR && nr == GEMM_NR) {
+        gemm_ukr(kc, Ap, Bp, C, ldc, accum);
+        return;
+    }
+    float t[GEMM_MR * GEMM_NR] __attribute__((aligned(64)));
+    gemm_ukr(kc, Ap, Bp, t, GEMM_NR, 0);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++)
+            C[(size_t)i * ldc + j] =
+                accum ? C[(size_t)i * ldc + j] + t[i * GEMM_NR + j] : t[i * GEMM_NR + j];
+}
+
+static int gemm_threads(int M, int N, int K)
+{
+    double flops = 2.0 * M * N * K;
+    if (flops < 4e6)
+        return 1;
+    return omp_get_max_threads();
+}
+
+// The packed path. Returns -1 when the packing buffers cannot be allocated.
+static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
+                       int lda, const float *B, int ldb, float *C, int ldc,
+                       int accumulate)
+{
+    gemm_blocking bl = gemm_blocking_get();
+    int kcmax = K < bl.kc ? K : bl.kc;
+    int ncmax = N < bl.nc ? N : bl.nc;
+    int mcmax = M < bl.mc ? M : bl.mc;
+    int ncp = (ncmax + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
+    int mcp = (mcmax + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
+    float *Bp = aligned_alloc(64, ((size_t)kcmax * ncp * sizeof(float) + 63) / 64 * 64);
+    float *Ap = aligned_alloc(64, ((size_t)kcmax * mcp * sizeof(float) + 63) / 64 * 64);
+    if (!Bp || !Ap) {
+        free(Bp);
+        free(Ap);
+        return -1;
+    }
+    int nth = gemm_threads(M, N, K);
+#pragma omp parallel num_threads(nth) if (nth > 1)
+    for (int j0 = 0; j0 < N; j0 += bl.nc) {
+        int n = N - j0 < bl.nc ? N - j0 : bl.nc;
+        int npan = (n + GEMM_NR - 1) / GEMM_NR;
+        for (int p0 = 0; p0 < K; p0 += bl.kc) {
+            int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
+            int acc = accumulate || p0 > 0;
+#pragma omp for schedule(static)
+            for (int jp = 0; jp < npan; jp++)
+                pack_b_panel(L, n, kc, B, ldb, j0, p0, jp, Bp);
+            for (int i0 = 0; i0 < M; i0 += bl.mc) {
+                int m = M - i0 < bl.mc ? M - i0 : bl.mc;
+                int mpan = (m + GEMM_MR - 1) / GEMM_MR;
+#pragma omp for schedule(static)
+                for (int ip = 0; ip < mpan; ip++) {
+                    int ir = ip * GEMM_MR;
+                    int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
+                    float *d = Ap + (size_t)ir * kc;
+                    if (L.a_trans)
+                        pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + i0 + ir, lda, d);
+                    else
+                        pack_rows(GEMM_MR, mr, kc, A + (size_t)(i0 + ir) * lda + p0, lda, d);
+                }
+                // output tiles: NR-panels of this block split statically
+#pragma omp for schedule(static)
+                for (int jp = 0; jp < npan; jp++) {
+                    int jr = jp * GEMM_NR;
+                    int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
+                    const float *bp = Bp + (size_t)jr * kc;
+                    for (int ir = 0; ir < m; ir += GEMM_MR) {
+                        int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
+                        gemm_tile(kc, Ap + (size_t)ir * kc, bp,
+                                  C + (size_t)(i0 + ir) * ldc + j0 + jr, ldc,
+                                  mr, nr, acc);
+                    }
+                }
+            }
+        }
+    }
+    free(Bp);
+    free(Ap);
+    return 0;
+}
+
+// ---- small shapes: no packing ----
+
+// C (M,N) [+]= A (M,K) · B (N,K)ᵀ as dot products, 4 columns at a time.
+static void gemm_nt_small(int M, int N, int K, const float *A, int lda,
+                          const float *B, int ldb, float *C, int ldc, int accum)
+{
+    int kv = K / VW * VW, kt = K - kv;
+    for (int i = 0; i < M; i++) {
+        const float *a = A + (size_t)i * lda;
+        float *c = C + (size_t)i * ldc;
+        int j = 0;
+        for (; j + 4 <= N; j += 4) {
+            const float *b0 = B + (size_t)j * ldb, *b1 = b0 + ldb,
+                        *b2 = b1 + ldb, *b3 = b2 + ldb;
+            vf s0 = vf_zero(), s1 = vf_zero(), s2 = vf_zero(), s3 = vf_zero();
+            for (int k = 0; k < kv; k += VW) {
+                vf av = vf_load(a + k);
+                s0 = vf_fma(av, vf_load(b0 + k), s0);
+                s1 = vf_fma(av, vf_load(b1 + k), s1);
+                s2 = vf_fma(av, vf_load(b2 + k), s2);
+                s3 = vf_fma(av, vf_load(b3 + k), s3);
+            }
+            if (kt) {
+                vf av = vf_loadn(a + kv, kt);
+                s0 = vf_fma(av, vf_loadn(b0 + kv, kt), s0);
+                s1 = vf_fma(av, vf_loadn(b1 + kv, kt), s1);
+                s2 = vf_fma(av, vf_loadn(b2 + kv, kt), s2);
+                s3 = vf_fma(av, vf_loadn(b3 + kv, kt), s3);
+            }
+            float r0 = vf_hsum(s0), r1 = vf_hsum(s1), r2 = vf_hsum(s2), r3 = vf_hsum(s3);
+            c[j] = accum ? c[j] + r0 : r0;
+            c[j + 1] = accum ? c[j + 1] + r1 : r1;
+            c[j + 2] = accum ? c[j + 2] + r2 : r2;
+            c[j + 3] = accum ? c[j + 3] + r3 : r3;
+        }
+        for (; j < N; j++) {
+            const float *b = B + (size_t)j * ldb;
+            vf s = vf_zero();
+            for (int k = 0; k < kv; k += VW)
+                s = vf_fma(vf_load(a + k), vf_load(b + k), s);
+            if (kt)
+                s = vf_fma(vf_loadn(a + kv, kt), vf_loadn(b + kv, kt), s);
+            float r = vf_hsum(s);
+            c[j] = accum ? c[j] + r : r;
+        }
+    }
+}
+
+// C row i (N) [+]= Σ_k a(i,k) B[k] (N); a(i,k) = A[i·sai + k·sak].
+// Up to 4 vectors of C stay in registers across the whole K loop.
+static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
+                            size_t sak, const float *B, int ldb, float *C,
+                            int ldc, int accum)
+{
+    for (int i = 0; i < M; i++) {
+        const float *a = A + i * sai;
+        float *c = C + (size_t)i * ldc;
+        for (int j = 0; j < N; j += 4 * VW) {
+            int nv = (N - j + VW - 1) / VW;
+            if (nv > 4)
+                nv = 4;
+            int tail = (N - j) - (nv - 1) * VW; // lanes in the last vector
+            if (tail > VW)
+                tail = VW;
+            vf s[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
+            for (int k = 0; k < K; k++) {
+                vf av = vf_set1(a[k * sak]);
+                const float *b = B + (size_t)k * ldb + j;
+                for (int u = 0; u < nv - 1; u++)
+                    s[u] = vf_fma(av, vf_load(b + u * VW), s[u]);
+                vf bl = tail == VW ? vf_load(b + (nv - 1) * VW)
+                                   : vf_loadn(b + (nv - 1) * VW, tail);
+                s[nv - 1] = vf_fma(av, bl, s[nv - 1]);
+            }
+            for (int u = 0; u < nv; u++) {
+                int n = u == nv - 1 ? tail : VW;
+                float *cp = c + j + u * VW;
+                vf old = accum ? (n == VW ? vf_load(cp) : vf_loadn(cp, n)) : vf_zero();
+                vf r = accum ? vf_add(old, s[u]) : s[u];
+                if (n == VW)
+                    vf_store(cp, r);
+                else
+                    vf_storen(cp, r, n);
+            }
+        }
+    }
+}
+
+// Small-shape rule, shared by the three layouts: the packed path pays off
+// once there is at least a few tiles' worth of work in every dimension.
+static int gemm_is_small(int M, int N, int K)
+{
+    return M < GEMM_MR || N < 16 || K < 16 || (double)M * N * K < 32.0 * 32 * 32;
+}
