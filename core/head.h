@@ -106,6 +106,7 @@ typedef struct clef_record {
     int *ids;  // (T) lexical rows
     int Q, O;
     int *qtype;       // (Q) CLEF_QTYPE_*
+    int *is_score;    // (Q) qtype == score (set by clef_record_prepare)
     int *qspan;       // (Q, 2) half-open
     int *opt_off;     // (Q+1) option o of question q: opt_off[q] <= o < opt_off[q+1]
     int *ospan;       // (O, 2)
@@ -142,11 +143,13 @@ void clef_head_backward(const clef_kernels *k, clef_head *hd,
                         const clef_record *r, clef_ws *ws, const float *dz);
 
 // ---- loss and training ----
+// Settings are doubles, like PyTorch's Python scalars: bias corrections and
+// step sizes are computed in double and rounded to float once.
 typedef struct clef_train_opts {
-    float lr, beta1, beta2, eps, weight_decay;
-    int decay_all;       // 1: --decay-scope all; 0: weights
-    float max_grad_norm; // 0: no clipping
-    float smoothing, brier, ordinal;
+    double lr, beta1, beta2, eps, weight_decay;
+    int decay_all;        // 1: --decay-scope all; 0: weights
+    double max_grad_norm; // 0: no clipping
+    double smoothing, brier, ordinal;
 } clef_train_opts;
 void clef_train_opts_default(clef_train_opts *o); // CLI.md defaults
 

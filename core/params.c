@@ -55,7 +55,11 @@ static int is_exempt_from_weights_decay(const char *name)
 static void add(layout *lo, const char *name, int ndim, int s0, int s1)
 {
     clef_tensor_info *t = &lo->t[lo->n++];
-    snprintf(t->name, sizeof(t->name), "%s", name);
+    size_t len = strlen(name); // names are short: the longest is 44 bytes
+    if (len >= sizeof(t->name))
+        len = sizeof(t->name) - 1;
+    memcpy(t->name, name, len);
+    t->name[len] = '\0';
     t->ndim = ndim;
     t->shape[0] = ndim > 0 ? s0 : 0;
     t->shape[1] = ndim > 1 ? s1 : 0;
@@ -68,14 +72,14 @@ static void add(layout *lo, const char *name, int ndim, int s0, int s1)
 static void add_pre(layout *lo, const char *prefix, const char *name, int ndim,
                     int s0, int s1)
 {
-    char full[CLEF_NAME_MAX];
+    char full[2 * CLEF_NAME_MAX];
     snprintf(full, sizeof(full), "%s%s", prefix, name);
     add(lo, full, ndim, s0, s1);
 }
 
 static void add_norm(layout *lo, const char *prefix, const char *norm, int w)
 {
-    char name[CLEF_NAME_MAX];
+    char name[2 * CLEF_NAME_MAX];
     snprintf(name, sizeof(name), "%s.weight", norm);
     add_pre(lo, prefix, name, 1, w, 0);
     snprintf(name, sizeof(name), "%s.bias", norm);

@@ -1,0 +1,366 @@
+// The head's backward pass for one record (HEAD.md §7, Appendix A): reverse
+// mode through the activations the forward pass saved, accumulating into
+// hd->grads (zeroed by the caller once per update).
+#include "acts.h"
+#include "forward.h"
+
+#include <math.h>
+#include <string.h>
+
+static void zero(float *x, size_t n) { memset(x, 0, sizeof(float) * n); }
+
+// db (n) += Σ_rows x[r·ld .. r·ld + n): a bias gradient over strided rows.
+static void colsum_strided(int rows, int n, const float *x, int ld, float *db)
+{
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++)
+            db[i] += x[(size_t)r * ld + i];
+}
+
+// Zero by construction: a key bias shifts every score of a query row equally,
+// which softmax ignores, so ∂L/∂b_k = 0 exactly; and every question's logits
+// gradient sums to 0 (HEAD.md §6), so ∂L/∂residual_scorer.3.bias = 0 exactly.
+// These gradients are left at exactly 0 instead of summed rounding noise,
+// which AdamW (m / (√v + eps)) would otherwise turn into real updates.
+
+// LayerNorm backward: dx += LN-back(dy); γ, β gradients accumulate.
+static void ln_bwd(const clef_kernels *k, int rows, int n, const float *dy,
+                   const ln_acts *a, const float *gamma, float *dx,
+                   float *dgamma, float *dbeta)
+{
+    k->layernorm_bwd(rows, n, dy, a->xhat, a->rstd, gamma, dx, dgamma, dbeta);
+}
+
+// Backward of out = x + W₂ gelu(W₁ LN(x) + b₁) + b₂:
+// dx (rows, w) = dout + LN-back(FFN-back(dout)), overwritten.
+// Scratch: du, dh (rows, f); dln (rows, w).
+static void ffn_bwd(const clef_kernels *k, const clef_config *c, int rows,
+                    const float *dout, const ln_acts *ln, const float *ln_w,
+                    float *g_ln_w, float *g_ln_b, const float *w1, float *g_w1,
+                    float *g_b1, const float *h1, const float *u,
+                    const float *w2, float *g_w2, float *g_b2, float *du,
+                    float *dh, float *dln, float *dx)
+{
+    const int w = c->w, f = c->f;
+    k->gemm_tn(w, f, rows, dout, w, u, f, g_w2, f, 1); // dW₂ (w, f) += doutᵀ u
+    k->colsum(rows, w, dout, g_b2);
+    k->gemm_nn(rows, f, w, dout, w, w2, f, du, f, 0); // du (rows, f) = dout W₂
+    zero(dh, (size_t)rows * f);
+    k->gelu_bwd((size_t)rows * f, h1, du, dh);
+    k->gemm_tn(f, w, rows, dh, f, ln->y, w, g_w1, w, 1); // dW₁ (f, w) += dhᵀ LN
+    k->colsum(rows, f, dh, g_b1);
+    k->gemm_nn(rows, w, f, dh, f, w1, w, dln, w, 0); // dln (rows, w) = dh W₁
+    memcpy(dx, dout, sizeof(float) * (size_t)rows * w);
+    ln_bwd(k, rows, w, dln, ln, ln_w, dx, g_ln_w, g_ln_b);
+}
+
+// Backward of y = resid + MHA(xq, xkv) (the residual part is the caller's).
+// dxq (nq, w) is overwritten; dxkv (nk, w) is overwritten or, with
+// kv_accumulate, added to. Scratch: dO, dq (nq, w); dkv (nk, 2w);
+// att_scratch (nq·nk).
+static void mha_bwd(const clef_kernels *k, const clef_config *c, int nq,
+                    int nk, const float *dy, const float *xq, const float *xkv,
+                    const float *in_w, const float *out_w, float *g_in_w,
+                    float *g_in_b, float *g_out_w, float *g_out_b,
+                    const float *q, const float *kv, const float *att,
+                    const float *o, float *dO, float *dq, float *dkv,
+                    float *att_scratch, float *dxq, float *dxkv,
+                    int kv_accumulate)
+{
+    const int w = c->w;
+    k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, 1); // dW_o += dyᵀ O
+    k->colsum(nq, w, dy, g_out_b);
+    k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
+    zero(dq, (size_t)nq * w);
+    zero(dkv, (size_t)nk * 2 * w);
+    k->attention_bwd(nq, nk, c->h, w / c->h, q, w, kv, 2 * w, kv + w, 2 * w,
+                     att, dO, w, dq, w, dkv, 2 * w, dkv + w, 2 * w,
+                     att_scratch);
+    k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, 1); // dW_q += dqᵀ xq
+    k->colsum(nq, w, dq, g_in_b);
+    k->gemm_tn(2 * w, w, nk, dkv, 2 * w, xkv, w, g_in_w + (size_t)w * w, w,
+               1); // [dW_k; dW_v] (2w, w) += dkvᵀ xkv
+    colsum_strided(nk, w, dkv + w, 2 * w, g_in_b + 2 * w); // b_v only
+    k->gemm_nn(nq, w, w, dq, w, in_w, w, dxq, w, 0);
+    k->gemm_nn(nk, w, 2 * w, dkv, 2 * w, in_w + (size_t)w * w, w, dxkv, w,
+               kv_accumulate);
+}
+
+// Section 9 backward: from dz (O) to dR (O, w) += option-norm path,
+// ws->dF (Q, w) = ∂L/∂F̂ gathered per question, dqv (Q, d) and dg (d) from
+// the prior anchor, and the scalar / residual-scorer gradients.
+static void score_bwd(const clef_kernels *k, clef_head *hd,
+                      const clef_record *r, clef_ws *ws, const float *dz)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    clef_tensors *G = &hd->g;
+    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const float kp = clef_kappa(*P->prior_scale);
+    const float kj = clef_kappa(*P->joint_scale);
+    const float gate = clef_sigmoid(*P->gate);
+
+    // scalars: z = prior + σ(γ)(κ_j cos + res)
+    float g_sp = 0.f, g_gate = 0.f, g_sj = 0.f;
+    for (int o = 0; o < O; o++) {
+        float gj = gate * dz[o];
+        g_sp += dz[o] * ws->prior[o];
+        g_gate += dz[o] * (kj * ws->cos[o] + ws->res[o]);
+        g_sj += gj * ws->cos[o];
+        ws->dcos[o] = kj * gj;
+        ws->dres[o] = gj;
+    }
+    if (*P->prior_scale <= CLEF_LN100)
+        *G->prior_scale += g_sp;
+    *G->gate += gate * (1.f - gate) * g_gate;
+    if (*P->joint_scale <= CLEF_LN100)
+        *G->joint_scale += kj * g_sj;
+
+    // residual scorer: res = W_b gelu(W_a feat + b_a) + b_b
+    float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC; // (O, w), (O, w), (O, 4w)
+    k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, 1);
+    k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
+    zero(dv1, (size_t)O * w);
+    k->gelu_bwd((size_t)O * w, ws->v1, du1, dv1);
+    k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, 1);
+    k->colsum(O, w, dv1, G->rs0_b);
+    k->gemm_nn(O, 4 * w, w, dv1, w, P->rs0_w, 4 * w, dfeat, 4 * w, 0);
+
+    // features [f; n; f⊙n; |f−n|] → df, dn (O, w); sign(0) = 0
+    float *df = ws->dA, *dn = ws->dB_;
+    const float *n = ws->onorm.y;
+    for (int o = 0; o < O; o++) {
+        const float *fr = ws->fo + (size_t)o * w, *nr = n + (size_t)o * w;
+        const float *a = dfeat + (size_t)o * 4 * w;
+        float *dfr = df + (size_t)o * w, *dnr = dn + (size_t)o * w;
+        for (int i = 0; i < w; i++) {
+            float diff = fr[i] - nr[i];
+            float sgn = (diff > 0.f) - (diff < 0.f);
+            dfr[i] = a[i] + a[2 * w + i] * nr[i] + a[3 * w + i] * sgn;
+            dnr[i] = a[w + i] + a[2 * w + i] * fr[i] - a[3 * w + i] * sgn;
+        }
+    }
+    k->cosine_bwd(O, w, ws->fhat, ws->nhat, ws->fnrm, ws->nnrm, ws->dcos, df,
+                  dn);
+    ln_bwd(k, O, w, dn, &ws->onorm, P->on_w, ws->dR, G->on_w, G->on_b);
+    // ∂L/∂F̂_q = Σ_{o∈q} df_o
+    zero(ws->dF, (size_t)Q * w);
+    k->scatter_add_rows(O, ws->owner, w, df, ws->dF);
+
+    // prior: â_q = normalize(qv_q + g); nothing flows into E
+    float *da = ws->dsum; // (Q, d)
+    zero(da, (size_t)Q * d);
+    for (int o = 0; o < O; o++) {
+        float coef = kp * dz[o];
+        float *dar = da + (size_t)ws->owner[o] * d;
+        const float *l = ws->lhat + (size_t)o * d;
+        for (int i = 0; i < d; i++)
+            dar[i] += coef * l[i];
+    }
+    k->normalize_bwd(Q, d, CLEF_NORMALIZE_EPS, ws->a, ws->anrm, da, ws->dqv);
+    for (int q = 0; q < Q; q++) // dqv is still only t_q here: dg += Σ_q t_q
+        for (int i = 0; i < d; i++)
+            ws->dg[i] += ws->dqv[(size_t)q * d + i];
+}
+
+// Field layer backward: dio (Q, w) holds ∂L/∂out on entry and ∂L/∂x0 on exit.
+static void field_bwd(const clef_kernels *k, clef_head *hd, int j, int Q,
+                      int T, clef_ws *ws, float *dio)
+{
+    const clef_config *c = &hd->cfg;
+    const int w = c->w;
+    const clef_field_tensors *p = &hd->p.field[j];
+    clef_field_tensors *g = &hd->g.field[j];
+    const field_acts *a = &ws->field[j];
+    float *dxb = ws->dxb, *dxa = ws->dxa;
+
+    // out = xb + FFN(LN3 xb)
+    ffn_bwd(k, c, Q, dio, &a->n3, p->n3_w, g->n3_w, g->n3_b, p->l1_w, g->l1_w,
+            g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
+            ws->dC, dxb);
+    // xb = xa + CA(LN2 xa, M): memory gradient straight into dM
+    mha_bwd(k, c, Q, T, dxb, a->n2.y, ws->M, p->ca_in_w, p->ca_out_w,
+            g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc, a->kvc,
+            a->ca, a->ca_o, ws->dA, ws->dB_, ws->dkv, ws->att_scratch, ws->dC,
+            ws->dM, 1);
+    memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
+    ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
+    // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
+    float *dO = ws->dA, *dqkv = ws->dB_, *dln = ws->dC;
+    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, 1);
+    k->colsum(Q, w, dxa, g->sa_out_b);
+    k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
+    zero(dqkv, (size_t)Q * 3 * w);
+    k->attention_bwd(Q, Q, c->h, w / c->h, a->qkv, 3 * w, a->qkv + w, 3 * w,
+                     a->qkv + 2 * w, 3 * w, a->sa, dO, w, dqkv, 3 * w,
+                     dqkv + w, 3 * w, dqkv + 2 * w, 3 * w, ws->att_scratch);
+    k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w, 1);
+    colsum_strided(Q, w, dqkv, 3 * w, g->sa_in_b);                 // b_q
+    colsum_strided(Q, w, dqkv + 2 * w, 3 * w, g->sa_in_b + 2 * w); // b_v
+    k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p->sa_in_w, w, dln, w, 0);
+    memcpy(dio, dxa, sizeof(float) * (size_t)Q * w);
+    ln_bwd(k, Q, w, dln, &a->n1, p->n1_w, dio, g->n1_w, g->n1_b);
+}
+
+// Routing layer backward: dio (O, w) holds ∂L/∂out on entry and ∂L/∂R on
+// exit; the memory gradient goes through memory_norm into dM.
+static void route_bwd(const clef_kernels *k, clef_head *hd, int i, int O,
+                      int T, clef_ws *ws, float *dio)
+{
+    const clef_config *c = &hd->cfg;
+    const int w = c->w;
+    const clef_route_tensors *p = &hd->p.route[i];
+    clef_route_tensors *g = &hd->g.route[i];
+    const route_acts *a = &ws->route[i];
+
+    ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
+            g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
+            ws->dA, ws->dB_, ws->dC, ws->dR1);
+    mha_bwd(k, c, O, T, ws->dR1, a->qn.y, a->mn.y, p->in_w, p->out_w, g->in_w,
+            g->in_b, g->out_w, g->out_b, a->q, a->kv, a->att, a->o, ws->dA,
+            ws->dB_, ws->dkv, ws->att_scratch, ws->dC, ws->dmt, 0);
+    ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
+    memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
+    ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
+}
+
+// Sections 7 and 6 backward: field input F⁰ → B, type embedding, W_g, g,
+// and the summary softmax into R and B; then W_q and qv.
+static void summary_bwd(const clef_kernels *k, clef_head *hd,
+                        const clef_record *r, clef_ws *ws)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    clef_tensors *G = &hd->g;
+    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const float *dF0 = ws->dF; // (Q, w)
+    float *dB = ws->dx;        // (Q, w)
+
+    memcpy(dB, dF0, sizeof(float) * (size_t)Q * w);
+    k->scatter_add_rows(Q, r->qtype, w, dF0, G->type_emb);
+    float *sum = ws->dvec; // (w) Σ_q ∂L/∂F⁰_q
+    zero(sum, w);
+    k->colsum(Q, w, dF0, sum);
+    k->gemm_tn(w, d, 1, sum, w, ws->g, d, G->W_g, d, 1); // dW_g += sum gᵀ
+    k->gemm_nn(1, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += W_gᵀ sum
+    float *dS = ws->dxa; // (Q, w)
+    zero(dS, (size_t)Q * w);
+    ln_bwd(k, Q, w, dF0, &ws->sum, P->sum_w, dS, G->sum_w, G->sum_b);
+
+    // S_q = Σ α_o R_o ;  s_o = R_o · B_q / √w
+    const float *R = ws->R;
+    for (int o = 0; o < O; o++) {
+        const float *ds = dS + (size_t)ws->owner[o] * w;
+        const float *ro = R + (size_t)o * w;
+        float *dro = ws->dR + (size_t)o * w;
+        float dot = 0.f;
+        for (int i = 0; i < w; i++) {
+            dro[i] += ws->alpha[o] * ds[i];
+            dot += ds[i] * ro[i];
+        }
+        ws->dalpha[o] = dot;
+    }
+    zero(ws->ds, O);
+    k->softmax_seg_bwd(Q, r->opt_off, ws->alpha, ws->dalpha, ws->ds);
+    const float inv_sqrt_w = 1.f / sqrtf((float)w);
+    for (int o = 0; o < O; o++) {
+        const float gs = ws->ds[o] * inv_sqrt_w;
+        const float *bq = ws->B + (size_t)ws->owner[o] * w;
+        const float *ro = R + (size_t)o * w;
+        float *dro = ws->dR + (size_t)o * w;
+        float *dbq = dB + (size_t)ws->owner[o] * w;
+        for (int i = 0; i < w; i++) {
+            dro[i] += gs * bq[i];
+            dbq[i] += gs * ro[i];
+        }
+    }
+    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, 1); // dW_q += dBᵀ qv
+    k->gemm_nn(Q, d, w, dB, w, P->W_q, d, ws->dqv, d, 1); // dqv += dB W_q
+}
+
+// Section 4 backward: R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner].
+static void queries_bwd(const clef_kernels *k, clef_head *hd,
+                        const clef_record *r, clef_ws *ws)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    clef_tensors *G = &hd->g;
+    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const float *dR0 = ws->dR; // (O, w)
+    k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, 1);
+    k->gemm_nn(O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
+    k->gemm_tn(w, d, O, dR0, w, r->lex, d, G->W_l, d, 1);
+    float *Pq = ws->dx; // (Q, w) Σ_{o∈q} dR⁰_o
+    zero(Pq, (size_t)Q * w);
+    k->scatter_add_rows(O, ws->owner, w, dR0, Pq);
+    k->gemm_tn(w, d, Q, Pq, w, ws->qv, d, G->W_oq, d, 1);
+    k->gemm_nn(Q, d, w, Pq, w, P->W_oq, d, ws->dqv, d, 1);
+}
+
+// Sections 1-2 backward. X = x̂ ⊙ γ + β is never differentiated row by row:
+// with D = dMᵀ x̂ (w, d) and c = Σ_t dM_t (w), one T×d×w product gives
+//   dW_m += D ⊙ γ + c βᵀ,  dγ += Σ_j W_m ⊙ D,  dβ += cᵀ W_m,
+// and the span means add dγ += dqv ⊙ q̂v + dctx ⊙ ĉtx + dg ⊙ x̂_{T−1}.
+static void memory_bwd(const clef_kernels *k, clef_head *hd,
+                       const clef_record *r, clef_ws *ws)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    clef_tensors *G = &hd->g;
+    const int T = r->T, Q = r->Q, O = r->O, d = c->d, w = c->w;
+    float *D = ws->dwd, *cs = ws->dvec;
+    k->gemm_tn(w, d, T, ws->dM, w, r->xhat, d, D, d, 0); // D (w, d)
+    zero(cs, w);
+    k->colsum(T, w, ws->dM, cs);
+    for (int j = 0; j < w; j++) {
+        const float *Dj = D + (size_t)j * d, *Wj = P->W_m + (size_t)j * d;
+        float *gWj = G->W_m + (size_t)j * d;
+        for (int i = 0; i < d; i++) {
+            gWj[i] += Dj[i] * P->hn_w[i] + cs[j] * P->hn_b[i];
+            G->hn_w[i] += Wj[i] * Dj[i];
+            G->hn_b[i] += Wj[i] * cs[j];
+        }
+    }
+    for (int q = 0; q < Q; q++)
+        for (int i = 0; i < d; i++) {
+            G->hn_w[i] += ws->dqv[(size_t)q * d + i] * r->qvhat[(size_t)q * d + i];
+            G->hn_b[i] += ws->dqv[(size_t)q * d + i];
+        }
+    for (int o = 0; o < O; o++)
+        for (int i = 0; i < d; i++) {
+            G->hn_w[i] +=
+                ws->dctx[(size_t)o * d + i] * r->ctxhat[(size_t)o * d + i];
+            G->hn_b[i] += ws->dctx[(size_t)o * d + i];
+        }
+    const float *xlast = r->xhat + (size_t)(T - 1) * d;
+    for (int i = 0; i < d; i++) {
+        G->hn_w[i] += ws->dg[i] * xlast[i];
+        G->hn_b[i] += ws->dg[i];
+    }
+}
+
+void clef_head_backward(const clef_kernels *k, clef_head *hd,
+                        const clef_record *r, clef_ws *ws, const float *dz)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    clef_tensors *G = &hd->g;
+    const int T = r->T, Q = r->Q, O = r->O, d = c->d, w = c->w;
+    zero(ws->dM, (size_t)T * w);
+    zero(ws->dR, (size_t)O * w);
+    zero(ws->dqv, (size_t)Q * d);
+    zero(ws->dg, d);
+
+    score_bwd(k, hd, r, ws, dz); // → dR, dF = ∂L/∂F̂, dqv, dg
+    // field_norm, then the field layers in reverse
+    memcpy(ws->dx, ws->dF, sizeof(float) * (size_t)Q * w);
+    zero(ws->dF, (size_t)Q * w);
+    ln_bwd(k, Q, w, ws->dx, &ws->fnorm, P->fn_w, ws->dF, G->fn_w, G->fn_b);
+    for (int j = c->L - 1; j >= 0; j--)
+        field_bwd(k, hd, j, Q, T, ws, ws->dF);
+    summary_bwd(k, hd, r, ws); // dF = ∂L/∂F⁰ → dR, dqv, dg
+    for (int i = c->R - 1; i >= 0; i--)
+        route_bwd(k, hd, i, O, T, ws, ws->dR);
+    queries_bwd(k, hd, r, ws);
+    memory_bwd(k, hd, r, ws);
+}

@@ -1,0 +1,236 @@
+// The head's forward pass for one record (HEAD.md §5), on any backend.
+// Every activation the backward pass needs is saved in the workspace.
+#include "acts.h"
+#include "forward.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---- building blocks, shared with backward.c ----
+
+// y (rows, out) = x (rows, in) Wᵀ (out, in) + b (out); b may be NULL.
+void clef_linear_fwd(const clef_kernels *k, int rows, int out, int in,
+                     const float *x, const float *W, const float *b, float *y)
+{
+    k->gemm_nt(rows, out, in, x, in, W, in, y, out, 0);
+    if (b)
+        k->bias_add(rows, out, b, y);
+}
+
+static void ln_fwd(const clef_kernels *k, int rows, int n, const float *x,
+                   const float *gamma, const float *beta, ln_acts *a)
+{
+    k->layernorm_fwd(rows, n, x, gamma, beta, a->y, a->xhat, a->rstd);
+}
+
+// y (rows, n) = x̂ ⊙ γ + β: the hidden_norm of frozen, pre-normalised rows.
+static void affine_rows(int rows, int n, const float *xhat, const float *gamma,
+                        const float *beta, float *y)
+{
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < n; i++)
+            y[(size_t)r * n + i] = xhat[(size_t)r * n + i] * gamma[i] + beta[i];
+}
+
+// y (nq, w) = resid + MHA(xq (nq, w), xkv (nk, w)) with packed in_proj.
+// Saves q (nq, w), kv (nk, 2w) = [K | V], att (h, nq, nk), o (nq, w).
+static void mha_fwd(const clef_kernels *k, const clef_config *c, int nq,
+                    int nk, const float *xq, const float *xkv,
+                    const float *in_w, const float *in_b, const float *out_w,
+                    const float *out_b, float *q, float *kv, float *att,
+                    float *o, const float *resid, float *y)
+{
+    const int w = c->w;
+    clef_linear_fwd(k, nq, w, w, xq, in_w, in_b, q);
+    clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w, in_b + w, kv);
+    k->attention_fwd(nq, nk, c->h, w / c->h, q, w, kv, 2 * w, kv + w, 2 * w,
+                     att, o, w);
+    memcpy(y, resid, sizeof(float) * (size_t)nq * w);
+    k->gemm_nt(nq, w, w, o, w, out_w, w, y, w, 1);
+    k->bias_add(nq, w, out_b, y);
+}
+
+// out (rows, w) = x + W₂ gelu(W₁ LN(x) + b₁) + b₂.
+static void ffn_fwd(const clef_kernels *k, const clef_config *c, int rows,
+                    const float *x, const float *ln_w, const float *ln_b,
+                    ln_acts *ln, const float *w1, const float *b1, float *h1,
+                    float *u, const float *w2, const float *b2, float *out)
+{
+    const int w = c->w, f = c->f;
+    ln_fwd(k, rows, w, x, ln_w, ln_b, ln);
+    clef_linear_fwd(k, rows, f, w, ln->y, w1, b1, h1);
+    k->gelu_fwd((size_t)rows * f, h1, u);
+    memcpy(out, x, sizeof(float) * (size_t)rows * w);
+    k->gemm_nt(rows, w, f, u, f, w2, f, out, w, 1);
+    k->bias_add(rows, w, b2, out);
+}
+
+// ---- the head ----
+
+// Evidence routing layer: options attend to memory, never to each other.
+static void route_fwd(const clef_kernels *k, const clef_config *c,
+                      const clef_route_tensors *p, route_acts *a, int O, int T,
+                      const float *R, const float *M)
+{
+    const int w = c->w;
+    ln_fwd(k, T, w, M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
+    ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn); // (O, w)
+    mha_fwd(k, c, O, T, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w, p->out_b,
+            a->q, a->kv, a->att, a->o, R, a->r1);
+    ffn_fwd(k, c, O, a->r1, p->fn_w, p->fn_b, &a->fn, p->ff1_w, p->ff1_b,
+            a->h1, a->u, p->ff2_w, p->ff2_b, a->out);
+}
+
+// Pre-norm decoder layer over the Q field slots.
+static void field_fwd(const clef_kernels *k, const clef_config *c,
+                      const clef_field_tensors *p, field_acts *a, int Q, int T,
+                      const float *x0, const float *M)
+{
+    const int w = c->w;
+    ln_fwd(k, Q, w, x0, p->n1_w, p->n1_b, &a->n1);
+    // self-attention: Q, K, V from the same normalised stream (Q, 3w)
+    clef_linear_fwd(k, Q, 3 * w, w, a->n1.y, p->sa_in_w, p->sa_in_b, a->qkv);
+    k->attention_fwd(Q, Q, c->h, w / c->h, a->qkv, 3 * w, a->qkv + w, 3 * w,
+                     a->qkv + 2 * w, 3 * w, a->sa, a->sa_o, w);
+    memcpy(a->xa, x0, sizeof(float) * (size_t)Q * w);
+    k->gemm_nt(Q, w, w, a->sa_o, w, p->sa_out_w, w, a->xa, w, 1);
+    k->bias_add(Q, w, p->sa_out_b, a->xa);
+    // cross-attention to the RAW memory M (no norm on the memory side)
+    ln_fwd(k, Q, w, a->xa, p->n2_w, p->n2_b, &a->n2);
+    mha_fwd(k, c, Q, T, a->n2.y, M, p->ca_in_w, p->ca_in_b, p->ca_out_w,
+            p->ca_out_b, a->qc, a->kvc, a->ca, a->ca_o, a->xa, a->xb);
+    ffn_fwd(k, c, Q, a->xb, p->n3_w, p->n3_b, &a->n3, p->l1_w, p->l1_b, a->h1,
+            a->u, p->l2_w, p->l2_b, a->out);
+}
+
+float clef_kappa(float s) { return expf(s < CLEF_LN100 ? s : CLEF_LN100); }
+
+float clef_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+
+static void index_record(const clef_record *r, clef_ws *ws)
+{
+    for (int q = 0; q < r->Q; q++) {
+        for (int o = r->opt_off[q]; o < r->opt_off[q + 1]; o++)
+            ws->owner[o] = q;
+    }
+}
+
+// Section 9: prior, cosine and residual scores → the logits z (O).
+static void score_fwd(const clef_kernels *k, const clef_head *hd,
+                      const clef_record *r, clef_ws *ws, float *z)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    // f_o = F̂[owner(o)] (O, w); n_o = option_norm(R_o) (O, w)
+    k->gather_rows(O, ws->owner, w, ws->fnorm.y, ws->fo);
+    ln_fwd(k, O, w, ws->R, P->on_w, P->on_b, &ws->onorm);
+    const float *n = ws->onorm.y;
+    k->cosine_fwd(O, w, ws->fo, n, ws->fhat, ws->nhat, ws->fnrm, ws->nnrm,
+                  ws->cos);
+    // residual scorer on [f; n; f⊙n; |f−n|] (O, 4w)
+    for (int o = 0; o < O; o++) {
+        const float *fr = ws->fo + (size_t)o * w, *nr = n + (size_t)o * w;
+        float *ft = ws->feat + (size_t)o * 4 * w;
+        for (int i = 0; i < w; i++) {
+            ft[i] = fr[i];
+            ft[w + i] = nr[i];
+            ft[2 * w + i] = fr[i] * nr[i];
+            ft[3 * w + i] = fabsf(fr[i] - nr[i]);
+        }
+    }
+    clef_linear_fwd(k, O, w, 4 * w, ws->feat, P->rs0_w, P->rs0_b, ws->v1);
+    k->gelu_fwd((size_t)O * w, ws->v1, ws->u1);
+    clef_linear_fwd(k, O, 1, w, ws->u1, P->rs3_w, P->rs3_b, ws->res);
+    // prior in d-space: κ(s_p) normalize(lex_o) · normalize(qv_q + g)
+    k->normalize_fwd(O, d, CLEF_NORMALIZE_EPS, r->lex, ws->lhat, ws->lnrm);
+    float *anchor = ws->dqv; // scratch (Q, d): qv + g
+    for (int q = 0; q < Q; q++)
+        for (int i = 0; i < d; i++)
+            anchor[(size_t)q * d + i] = ws->qv[(size_t)q * d + i] + ws->g[i];
+    k->normalize_fwd(Q, d, CLEF_NORMALIZE_EPS, anchor, ws->a, ws->anrm);
+    const float kp = clef_kappa(*P->prior_scale);
+    const float kj = clef_kappa(*P->joint_scale);
+    const float gate = clef_sigmoid(*P->gate);
+    for (int o = 0; o < O; o++) {
+        const float *l = ws->lhat + (size_t)o * d;
+        const float *a = ws->a + (size_t)ws->owner[o] * d;
+        float dot = 0.f;
+        for (int i = 0; i < d; i++)
+            dot += l[i] * a[i];
+        ws->prior[o] = kp * dot;
+        z[o] = ws->prior[o] + gate * (kj * ws->cos[o] + ws->res[o]);
+    }
+}
+
+void clef_head_forward(const clef_kernels *k, const clef_head *hd,
+                       const clef_record *r, clef_ws *ws, float *z)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    const int T = r->T, Q = r->Q, O = r->O, d = c->d, w = c->w;
+    index_record(r, ws);
+
+    // 1-2. X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); span means and g
+    affine_rows(T, d, r->xhat, P->hn_w, P->hn_b, ws->X);
+    k->gemm_nt(T, w, d, ws->X, d, P->W_m, d, ws->M, w, 0);
+    affine_rows(Q, d, r->qvhat, P->hn_w, P->hn_b, ws->qv);   // (Q, d)
+    affine_rows(O, d, r->ctxhat, P->hn_w, P->hn_b, ws->ctx); // (O, d)
+    memcpy(ws->g, ws->X + (size_t)(T - 1) * d, sizeof(float) * d);
+
+    // 4. R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner] (O, w)
+    k->gemm_nt(O, w, d, ws->ctx, d, P->W_c, d, ws->r0, w, 0);
+    k->gemm_nt(O, w, d, r->lex, d, P->W_l, d, ws->r0, w, 1);
+    k->gemm_nt(Q, w, d, ws->qv, d, P->W_oq, d, ws->qo, w, 0);
+    for (int o = 0; o < O; o++)
+        for (int i = 0; i < w; i++)
+            ws->r0[(size_t)o * w + i] += ws->qo[(size_t)ws->owner[o] * w + i];
+
+    // 5. evidence routing
+    const float *R = ws->r0;
+    for (int i = 0; i < c->R; i++) {
+        route_fwd(k, c, &P->route[i], &ws->route[i], O, T, R, ws->M);
+        R = ws->route[i].out;
+    }
+    ws->R = (float *)R;
+
+    // 6. summary: B = qv W_qᵀ (Q, w); s_o = R_o·B_q/√w; α per question
+    k->gemm_nt(Q, w, d, ws->qv, d, P->W_q, d, ws->B, w, 0);
+    const float inv_sqrt_w = 1.f / sqrtf((float)w);
+    for (int o = 0; o < O; o++) {
+        const float *ro = R + (size_t)o * w;
+        const float *bq = ws->B + (size_t)ws->owner[o] * w;
+        float dot = 0.f;
+        for (int i = 0; i < w; i++)
+            dot += ro[i] * bq[i];
+        ws->s[o] = dot * inv_sqrt_w;
+    }
+    k->softmax_seg_fwd(Q, r->opt_off, ws->s, ws->alpha);
+    memset(ws->S, 0, sizeof(float) * (size_t)Q * w);
+    for (int o = 0; o < O; o++)
+        for (int i = 0; i < w; i++)
+            ws->S[(size_t)ws->owner[o] * w + i] +=
+                ws->alpha[o] * R[(size_t)o * w + i];
+
+    // 7. F⁰ = B + LN(S) + W_g g + type_embedding[type] (Q, w)
+    ln_fwd(k, Q, w, ws->S, P->sum_w, P->sum_b, &ws->sum);
+    k->gemm_nt(1, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0);
+    for (int q = 0; q < Q; q++) {
+        const float *te = P->type_emb + (size_t)r->qtype[q] * w;
+        for (int i = 0; i < w; i++) {
+            size_t qi = (size_t)q * w + i;
+            ws->F0[qi] = ws->B[qi] + ws->sum.y[qi] + ws->gw[i] + te[i];
+        }
+    }
+
+    // 8. field layers, then F̂ = field_norm(F)
+    const float *F = ws->F0;
+    for (int j = 0; j < c->L; j++) {
+        field_fwd(k, c, &P->field[j], &ws->field[j], Q, T, F, ws->M);
+        F = ws->field[j].out;
+    }
+    ln_fwd(k, Q, w, F, P->fn_w, P->fn_b, &ws->fnorm);
+
+    // 9. logits
+    score_fwd(k, hd, r, ws, z);
+}

@@ -1,0 +1,91 @@
+// A record's per-record constants. H and E are frozen, so x̂ = LN(H) without
+// affine, its span means and the lexical means are computed once per record
+// (HEAD.md §7), never once per step: X = x̂ ⊙ γ + β is all a step needs.
+#include "head.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
+                        int V, clef_err *err)
+{
+    const int T = r->T, d = r->d;
+    float *ones = malloc(sizeof(float) * d);
+    float *zeros = calloc(d, sizeof(float));
+    float *y = malloc(sizeof(float) * (size_t)T * d);
+    float *rstd = malloc(sizeof(float) * T);
+    float *erows = malloc(sizeof(float) * (size_t)T * d);
+    free(r->xhat);
+    free(r->qvhat);
+    free(r->ctxhat);
+    free(r->lex);
+    free(r->is_score);
+    r->is_score = malloc(sizeof(int) * (r->Q ? r->Q : 1));
+    r->xhat = malloc(sizeof(float) * (size_t)T * d);
+    r->qvhat = malloc(sizeof(float) * (size_t)r->Q * d);
+    r->ctxhat = malloc(sizeof(float) * (size_t)r->O * d);
+    r->lex = malloc(sizeof(float) * (size_t)r->O * d);
+    int rc = CLEF_OK;
+    if (!r->is_score || !ones || !zeros || !y || !rstd || !erows || !r->xhat || !r->qvhat ||
+        !r->ctxhat || !r->lex) {
+        rc = clef_err_set(err, CLEF_ERR_RUN, "record %s: out of memory",
+                          r->id ? r->id : "?");
+        goto out;
+    }
+    for (int t = 0; t < T; t++) {
+        if (r->ids[t] < 0 || r->ids[t] >= V) {
+            rc = clef_err_input(err, NULL, r->id, "input_ids",
+                                "id %d at position %d is outside [0, %d)",
+                                r->ids[t], t, V);
+            goto out;
+        }
+    }
+    for (int q = 0; q < r->Q; q++)
+        r->is_score[q] = r->qtype[q] == CLEF_QTYPE_SCORE;
+    for (int i = 0; i < d; i++)
+        ones[i] = 1.f;
+    // x̂ (T, d) = (H − μ) / σ: a LayerNorm with γ = 1, β = 0
+    k->layernorm_fwd(T, d, r->H, ones, zeros, y, r->xhat, rstd);
+    k->span_mean(r->Q, r->qspan, d, r->xhat, r->qvhat); // (Q, d)
+    k->span_mean(r->O, r->ospan, d, r->xhat, r->ctxhat); // (O, d)
+    k->gather_rows(T, r->ids, d, E, erows);              // E[ids] (T, d)
+    k->span_mean(r->O, r->ospan, d, erows, r->lex);      // (O, d)
+out:
+    free(ones);
+    free(zeros);
+    free(y);
+    free(rstd);
+    free(erows);
+    return rc;
+}
+
+static void free_strings(char **s, int n)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+void clef_record_free(clef_record *r)
+{
+    free(r->id);
+    free(r->H);
+    free(r->ids);
+    free(r->qtype);
+    free(r->is_score);
+    free(r->qspan);
+    free(r->opt_off);
+    free(r->ospan);
+    free(r->has_target);
+    free(r->label);
+    free(r->target);
+    free_strings(r->qid, r->Q);
+    free_strings(r->oid, r->O);
+    free(r->xhat);
+    free(r->qvhat);
+    free(r->ctxhat);
+    free(r->lex);
+    memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,124 @@
+// Loss, one training update and AdamW (HEAD.md §6, §8).
+#include "acts.h"
+#include "head.h"
+
+#include <math.h>
+#include <string.h>
+
+void clef_train_opts_default(clef_train_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->lr = 1e-3;
+    o->beta1 = 0.9;
+    o->beta2 = 0.999;
+    o->eps = 1e-4;
+    o->weight_decay = 0.01;
+    o->decay_all = 0;
+}
+
+static int all_targets(const clef_record *r)
+{
+    for (int q = 0; q < r->Q; q++)
+        if (!r->has_target[q])
+            return 0;
+    return 1;
+}
+
+void clef_batch_counts(const clef_record *const *recs, int n, int *n_q,
+                       int *n_score)
+{
+    *n_q = 0;
+    *n_score = 0;
+    for (int b = 0; b < n; b++)
+        for (int q = 0; q < recs[b]->Q; q++) {
+            if (!recs[b]->has_target[q])
+                continue;
+            (*n_q)++;
+            *n_score += recs[b]->qtype[q] == CLEF_QTYPE_SCORE;
+        }
+}
+
+double clef_record_loss(const clef_kernels *k, const clef_record *r,
+                        const float *z, const clef_train_opts *o, int n_q,
+                        int n_score, float *p, float *dz)
+{
+    if (!all_targets(r) || n_q == 0) {
+        // unlabelled (test) questions: probabilities only
+        k->softmax_seg_fwd(r->Q, r->opt_off, z, p);
+        memset(dz, 0, sizeof(float) * r->O);
+        return 0.0;
+    }
+    clef_loss_args a = {
+        .smoothing = (float)o->smoothing,
+        .brier = (float)o->brier,
+        .ordinal = (float)o->ordinal,
+        .inv_n = (float)(1.0 / n_q),
+        .inv_nscore = n_score ? (float)(1.0 / n_score) : 0.f,
+    };
+    double loss = 0.0;
+    k->loss(r->Q, r->opt_off, r->is_score, z, r->target, &a, p, dz, &loss);
+    return loss;
+}
+
+double clef_grad_norm(const clef_head *hd)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < hd->nparams; i++)
+        s += (double)hd->grads[i] * hd->grads[i];
+    return sqrt(s);
+}
+
+void clef_adamw_step(const clef_kernels *k, clef_head *hd,
+                     const clef_train_opts *o)
+{
+    hd->step++;
+    const double t = (double)hd->step;
+    const double bc1 = 1.0 - pow(o->beta1, t);
+    const double bc2 = 1.0 - pow(o->beta2, t);
+    clef_adamw_args a = {
+        .lr = (float)o->lr,
+        .beta1 = (float)o->beta1,
+        .beta2 = (float)o->beta2,
+        .eps = (float)o->eps,
+        .step_size = (float)(o->lr / bc1),
+        .bc2_sqrt = (float)sqrt(bc2),
+    };
+    for (int i = 0; i < hd->ntensors; i++) {
+        const clef_tensor_info *ti = &hd->tensors[i];
+        int decays = o->decay_all || ti->decays_in_weights_scope;
+        a.decay = decays ? (float)o->weight_decay : 0.f;
+        k->adamw(ti->numel, hd->params + ti->offset, hd->grads + ti->offset,
+                 hd->m + ti->offset, hd->v + ti->offset, &a);
+    }
+}
+
+// torch.nn.utils.clip_grad_norm_: scale by c / (‖g‖ + 1e-6) when below 1.
+static void clip_grads(clef_head *hd, double max_norm)
+{
+    double coef = max_norm / (clef_grad_norm(hd) + 1e-6);
+    if (coef >= 1.0)
+        return;
+    const float c = (float)coef;
+    for (size_t i = 0; i < hd->nparams; i++)
+        hd->grads[i] *= c;
+}
+
+double clef_train_step(const clef_kernels *k, clef_head *hd,
+                       const clef_record *const *recs, int n, clef_ws *ws,
+                       const clef_train_opts *o)
+{
+    int n_q, n_score;
+    clef_batch_counts(recs, n, &n_q, &n_score);
+    memset(hd->grads, 0, sizeof(float) * hd->nparams);
+    double loss = 0.0;
+    for (int b = 0; b < n; b++) {
+        const clef_record *r = recs[b];
+        clef_head_forward(k, hd, r, ws, ws->z);
+        loss += clef_record_loss(k, r, ws->z, o, n_q, n_score, ws->p, ws->dz);
+        clef_head_backward(k, hd, r, ws, ws->dz);
+    }
+    if (o->max_grad_norm > 0)
+        clip_grads(hd, o->max_grad_norm);
+    clef_adamw_step(k, hd, o);
+    return loss;
+}
