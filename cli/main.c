@@ -1,0 +1,49 @@
+// clef: train, score, validate, fixture, inspect (CLI.md).
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *usage =
+    "usage: clef <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  train     train a head on a package's train records\n"
+    "  score     print one ranked reply per question (JSON lines)\n"
+    "  validate  check a package against every rule and summarise it\n"
+    "  fixture   write a synthetic package (the seed walkthrough's)\n"
+    "  inspect   list a safetensors file's tensors and metadata\n"
+    "\n"
+    "clef <command> --help describes a command; clef --version prints the\n"
+    "version and the kernels of this build.\n"
+    "exit codes: 0 success, 1 failure while running, 2 bad usage or input.\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return CLEF_ERR_INPUT;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("clef %s\n", CLEF_VERSION);
+        cli_print_backends();
+        return 0;
+    }
+    if (!strcmp(cmd, "train"))
+        return cli_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "score"))
+        return cli_score(argc - 2, argv + 2);
+    if (!strcmp(cmd, "validate"))
+        return cli_validate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "fixture"))
+        return cli_fixture(argc - 2, argv + 2);
+    if (!strcmp(cmd, "inspect"))
+        return cli_inspect(argc - 2, argv + 2);
+    fprintf(stderr, "clef: unknown command \"%s\"\n\n%s", cmd, usage);
+    return CLEF_ERR_INPUT;
+}

@@ -1,0 +1,658 @@
+// clef train (CLI.md): validate everything, then train, evaluate, export,
+// check, and write the result JSON (FORMATS.md).
+#define _XOPEN_SOURCE 700 // realpath
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safetensors.h"
+#include "train.h"
+#include "weights.h"
+
+typedef struct train_run {
+    train_cfg c;
+    clef_train_opts o;
+    const clef_kernels *k;
+    clef_package pkg;
+    clef_head hd;
+    clef_ws *ws;
+    train_plan plan;
+    long start_step, total_steps;
+    cli_eval before, after;
+    char **frozen; // SHA-256 of every frozen buffer, before training
+    int nfrozen;
+    json_t *history;
+    char manifest_abs[PATH_MAX], run_abs[PATH_MAX];
+    double t0, train_s;
+} train_run;
+
+// ------------------------------------------------------------ checking --
+
+static int same_dir(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
+}
+
+static void dirname_of(const char *path, char *out, size_t n)
+{
+    snprintf(out, n, "%s", path);
+    char *s = strrchr(out, '/');
+    if (!s)
+        snprintf(out, n, ".");
+    else if (s == out)
+        s[1] = '\0';
+    else
+        *s = '\0';
+}
+
+// Initial head: --resume checkpoint, --init, the package's initial_weights,
+// or a fresh draw from --seed.
+static int load_head(train_run *t, clef_err *err)
+{
+    const train_cfg *c = &t->c;
+    const clef_config *cfg = &t->pkg.cfg;
+    int rc;
+    if (c->resume) {
+        if ((rc = clef_head_alloc(&t->hd, cfg, err)) ||
+            (rc = clef_checkpoint_load(c->resume, &t->hd, err)))
+            return rc;
+        clef_st_file f;
+        if ((rc = clef_st_open(c->resume, &f, err)))
+            return rc;
+        const char *sha = clef_st_meta_get(&f, "package_sha256");
+        if (!sha || !clef_sha256_equal(sha, t->pkg.sha256))
+            rc = clef_err_input(err, c->resume, NULL,
+                                "__metadata__.package_sha256",
+                                "the checkpoint belongs to package %s, not "
+                                "to this one (%s)", sha ? sha : "(none)",
+                                t->pkg.sha256);
+        if (!rc)
+            rc = cli_train_check_resume(c, c->resume,
+                                        clef_st_meta_get(&f, "train"), err);
+        clef_st_close(&f);
+        return rc;
+    }
+    const char *path = c->init ? c->init : t->pkg.init_path;
+    if (!path) {
+        if ((rc = clef_head_alloc(&t->hd, cfg, err)))
+            return rc;
+        clef_head_init_random(&t->hd, c->seed);
+        return 0;
+    }
+    if ((rc = clef_weights_load(path, cfg->h, &t->hd, err)))
+        return rc;
+    if (memcmp(&t->hd.cfg, cfg, sizeof(*cfg)) != 0)
+        return clef_err_input(err, path, NULL, "head",
+                              "the weights' head (hidden_size %d, width %d, "
+                              "heads %d) differs from the package's "
+                              "(hidden_size %d, width %d, heads %d)",
+                              t->hd.cfg.d, t->hd.cfg.w, t->hd.cfg.h, cfg->d,
+                              cfg->w, cfg->h);
+    t->hd.step = 0; // fresh optimiser state
+    return 0;
+}
+
+// Everything that can make the run exit 2, before anything is written.
+static int prepare(train_run *t, int argc, char **argv, clef_err *err)
+{
+    int rc;
+    if ((rc = cli_train_parse(argc, argv, &t->c, err)) ||
+        (rc = cli_kernels(t->c.backend, &t->k, err)))
+        return rc;
+    const train_cfg *c = &t->c;
+    cli_set_threads(c->threads);
+    cli_train_opts(c, &t->o);
+    if (c->resume && access(c->resume, R_OK) != 0)
+        return clef_err_input(err, c->resume, NULL, "--resume",
+                              "cannot read the checkpoint: %s",
+                              strerror(errno));
+    if (c->init && access(c->init, R_OK) != 0)
+        return clef_err_input(err, c->init, NULL, "--init",
+                              "cannot read the weights: %s", strerror(errno));
+    if ((rc = clef_package_load(c->manifest, c->pin, t->k, &t->pkg, err)))
+        return rc;
+    if (t->pkg.nsplit[CLEF_SPLIT_TRAIN] == 0 && c->epochs > 0)
+        return clef_err_input(err, t->pkg.manifest, NULL, "records",
+                              "no record has split \"train\"");
+    if ((rc = load_head(t, err)))
+        return rc;
+    if (cli_plan_build(&t->pkg, c->batch, c->bucketed, c->seed, &t->plan))
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    t->start_step = t->hd.step;
+    t->total_steps = (long)c->epochs * t->plan.nbatches;
+    if (t->start_step > t->total_steps)
+        return clef_err_input(err, c->resume, NULL, "--epochs",
+                              "the checkpoint is at step %ld, past the %ld "
+                              "steps of %d epochs", t->start_step,
+                              t->total_steps, c->epochs);
+    // the run dir: absent or empty, or the folder of --resume
+    if (!cli_dir_absent_or_empty(c->run_dir)) {
+        char rdir[PATH_MAX];
+        if (c->resume)
+            dirname_of(c->resume, rdir, sizeof(rdir));
+        if (!c->resume || !same_dir(rdir, c->run_dir))
+            return clef_err_input(err, c->run_dir, NULL, "--run-dir",
+                                  "exists and is not empty (refused unless "
+                                  "--resume points into it)");
+    }
+    if (c->json_out && !cli_parent_writable(c->json_out))
+        return clef_err_input(err, c->json_out, NULL, "--json-out",
+                              "its folder does not exist or is not writable");
+    if (!realpath(c->manifest, t->manifest_abs))
+        snprintf(t->manifest_abs, sizeof(t->manifest_abs), "%s", c->manifest);
+    t->ws = clef_ws_create(&t->pkg.cfg, t->pkg.Tmax, t->pkg.Qmax,
+                           t->pkg.Omax);
+    if (!t->ws)
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    return 0;
+}
+
+// ------------------------------------------------------ frozen inputs --
+
+// SHA-256 of every buffer training must never touch: E and, per record,
+// H, xhat, qvhat, ctxhat and lex. hashes: NULL to count only.
+static int frozen_hashes(const clef_package *p, char **hashes)
+{
+    int n = 0;
+    const size_t d = (size_t)p->cfg.d;
+#define HASH(buf, cnt)                                                         \
+    do {                                                                       \
+        if (hashes)                                                            \
+            clef_sha256_hex((buf), (cnt) * sizeof(float), hashes[n]);          \
+        n++;                                                                   \
+    } while (0)
+    HASH(p->E, (size_t)p->V * d);
+    for (int i = 0; i < p->nrecords; i++) {
+        const clef_record *r = &p->records[i];
+        HASH(r->H, (size_t)r->T * d);
+        HASH(r->xhat, (size_t)r->T * d);
+        HASH(r->qvhat, (size_t)r->Q * d);
+        HASH(r->ctxhat, (size_t)r->O * d);
+        HASH(r->lex, (size_t)r->O * d);
+    }
+#undef HASH
+    return n;
+}
+
+static char **alloc_hashes(int n)
+{
+    char **h = calloc((size_t)n, sizeof(char *));
+    if (!h)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        if (!(h[i] = malloc(CLEF_SHA256_HEX)))
+            return NULL;
+    return h;
+}
+
+static void free_hashes(char **h, int n)
+{
+    for (int i = 0; h && i < n; i++)
+        free(h[i]);
+    free(h);
+}
+
+static int frozen_unchanged(train_run *t)
+{
+    char **now = alloc_hashes(t->nfrozen);
+    if (!now)
+        return 0;
+    frozen_hashes(&t->pkg, now);
+    int same = 1;
+    for (int i = 0; i < t->nfrozen; i++)
+        same &= !strcmp(now[i], t->frozen[i]);
+    free_hashes(now, t->nfrozen);
+    return same;
+}
+
+// ----------------------------------------------------------- results --
+
+static json_t *split_loss(const cli_eval *ev, int s)
+{
+    return ev->nq[s] ? json_real(ev->loss[s]) : json_null();
+}
+
+static json_t *split_acc(const cli_eval *ev, int s)
+{
+    return ev->nacc[s] ? json_real((double)ev->correct[s] / ev->nacc[s])
+                       : json_null();
+}
+
+static json_t *metrics_json(const cli_eval *b, const cli_eval *a)
+{
+    json_t *m = json_object();
+    const int T = CLEF_SPLIT_TRAIN, V = CLEF_SPLIT_VALIDATION;
+    json_object_set_new(m, "train_loss_before", split_loss(b, T));
+    json_object_set_new(m, "train_loss_after", split_loss(a, T));
+    json_object_set_new(m, "validation_loss_before", split_loss(b, V));
+    json_object_set_new(m, "validation_loss_after", split_loss(a, V));
+    json_object_set_new(m, "train_accuracy_before", split_acc(b, T));
+    json_object_set_new(m, "train_accuracy_after", split_acc(a, T));
+    json_object_set_new(m, "validation_accuracy_before", split_acc(b, V));
+    json_object_set_new(m, "validation_accuracy_after", split_acc(a, V));
+    return m;
+}
+
+static json_t *floats_json(const float *x, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_real((double)x[i]));
+    return a;
+}
+
+// Every record with its logits and probabilities (after training).
+static json_t *records_json(const clef_package *pkg, const cli_eval *ev)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < pkg->nrecords; i++) {
+        const clef_record *r = &pkg->records[i];
+        const float *z = ev->z + ev->zoff[i], *p = ev->p + ev->zoff[i];
+        json_t *qs = json_array();
+        for (int q = 0; q < r->Q; q++) {
+            int o0 = r->opt_off[q], n = r->opt_off[q + 1] - o0;
+            json_t *opts = json_array();
+            for (int j = 0; j < n; j++)
+                json_array_append_new(opts, json_string(r->oid[o0 + j]));
+            json_t *jq = json_pack(
+                "{s:s, s:s, s:o, s:o, s:o, s:s}", "id", r->qid[q], "type",
+                clef_qtype_name(r->qtype[q]), "options", opts, "logits",
+                floats_json(z + o0, n), "probabilities", floats_json(p + o0, n),
+                "predicted", r->oid[o0 + cli_argmax(p + o0, n)]);
+            if (r->has_target[q] && r->label[q] >= 0)
+                json_object_set_new(jq, "label",
+                                    json_string(r->oid[o0 + r->label[q]]));
+            else
+                json_object_set_new(jq, "label", json_null());
+            if (r->has_target[q] && r->label[q] < 0)
+                json_object_set_new(jq, "target",
+                                    floats_json(r->target + o0, n));
+            json_array_append_new(qs, jq);
+        }
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:o}", "id", r->id, "split",
+                           clef_split_name(r->split), "questions", qs));
+    }
+    return arr;
+}
+
+static json_t *history_point(long step, const cli_eval *ev)
+{
+    return json_pack("{s:I, s:o, s:o}", "step", (json_int_t)step,
+                     "train_loss", split_loss(ev, CLEF_SPLIT_TRAIN),
+                     "validation_loss", split_loss(ev, CLEF_SPLIT_VALIDATION));
+}
+
+// ------------------------------------------------------- checkpoints --
+
+static void ckpt_path(const train_run *t, long step, char *out, size_t n)
+{
+    snprintf(out, n, "%s/checkpoint-%ld.safetensors", t->c.run_dir, step);
+}
+
+static int save_checkpoint(train_run *t, clef_err *err)
+{
+    char path[PATH_MAX], epoch[32], pos[32];
+    long nb = t->plan.nbatches ? t->plan.nbatches : 1;
+    snprintf(epoch, sizeof(epoch), "%ld", t->hd.step / nb);
+    snprintf(pos, sizeof(pos), "%ld", t->hd.step % nb);
+    json_t *tj = cli_train_settings(&t->c, NULL, 0);
+    char *train = json_dumps(tj, JSON_COMPACT);
+    json_decref(tj);
+    clef_st_meta meta[4] = {{"epoch", epoch},
+                            {"position", pos},
+                            {"package_sha256", t->pkg.sha256},
+                            {"train", train ? train : "{}"}};
+    ckpt_path(t, t->hd.step, path, sizeof(path));
+    int rc = clef_checkpoint_save(path, &t->hd, meta, 4, err);
+    free(train);
+    return rc;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+// Steps of the checkpoints in the run dir, ascending. Returns the count.
+static int list_checkpoints(const train_run *t, long *steps, int cap)
+{
+    DIR *d = opendir(t->c.run_dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long s;
+        char tail[32];
+        if (sscanf(e->d_name, "checkpoint-%ld%31s", &s, tail) == 2 &&
+            !strcmp(tail, ".safetensors") && n < cap)
+            steps[n++] = s;
+    }
+    closedir(d);
+    qsort(steps, (size_t)n, sizeof(long), cmp_long);
+    return n;
+}
+
+static void prune_checkpoints(const train_run *t)
+{
+    long steps[4096];
+    int n = list_checkpoints(t, steps, 4096);
+    if (t->c.keep == 0)
+        return;
+    for (int i = 0; i + t->c.keep < n; i++) {
+        char path[PATH_MAX];
+        ckpt_path(t, steps[i], path, sizeof(path));
+        unlink(path);
+    }
+}
+
+// The final checkpoint reloads into the same params, moments and step.
+static int checkpoint_reloads(const train_run *t)
+{
+    char path[PATH_MAX];
+    ckpt_path(t, t->hd.step, path, sizeof(path));
+    clef_head h2;
+    memset(&h2, 0, sizeof(h2));
+    clef_err e2;
+    if (clef_checkpoint_load(path, &h2, &e2))
+        return 0;
+    size_t n = t->hd.nparams * sizeof(float);
+    int same = h2.nparams == t->hd.nparams && h2.step == t->hd.step &&
+               !memcmp(h2.params, t->hd.params, n) &&
+               !memcmp(h2.m, t->hd.m, n) && !memcmp(h2.v, t->hd.v, n);
+    clef_head_free(&h2);
+    return same;
+}
+
+// The exported weights, reloaded, give the same logits bit for bit.
+static int export_parity(train_run *t, const char *path)
+{
+    clef_head h2;
+    clef_err e2;
+    cli_eval ev;
+    if (clef_weights_load(path, t->pkg.cfg.h, &h2, &e2))
+        return 0;
+    int same = 0;
+    if (!cli_evaluate(t->k, &h2, &t->pkg, t->ws, &t->o, &ev, &e2)) {
+        same = !memcmp(ev.z, t->after.z,
+                       ev.zoff[t->pkg.nrecords] * sizeof(float));
+        cli_eval_free(&ev);
+    }
+    clef_head_free(&h2);
+    return same;
+}
+
+// ----------------------------------------------------------- progress --
+
+typedef struct progress {
+    int on;
+    double t0, last;
+} progress;
+
+static void progress_show(progress *pb, const train_run *t, long step,
+                          double loss, int final)
+{
+    if (!pb->on)
+        return;
+    double now = cli_now();
+    if (!final && now - pb->last < 0.1)
+        return;
+    pb->last = now;
+    long done = step - t->start_step, left = t->total_steps - step;
+    double el = now - pb->t0, ups = el > 0 ? done / el : 0;
+    long nb = t->plan.nbatches ? t->plan.nbatches : 1;
+    int width = 24, fill = t->total_steps
+                               ? (int)(width * step / t->total_steps)
+                               : width;
+    char bar[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    fprintf(stderr,
+            "\r[%s] step %ld/%ld epoch %ld/%d loss %.4f %.1f upd/s left %.1fs ",
+            bar, step, t->total_steps, (step + nb - 1) / nb, t->c.epochs,
+            loss, ups, ups > 0 ? left / ups : 0.0);
+    if (final)
+        fputc('\n', stderr);
+}
+
+// -------------------------------------------------------------- train --
+
+static int train_loop(train_run *t, clef_err *err)
+{
+    const clef_record **recs =
+        malloc(((size_t)t->c.batch + 1) * sizeof(*recs));
+    if (!recs)
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    progress pb = {.on = isatty(2) && !t->c.quiet, .t0 = cli_now()};
+    long nb = t->plan.nbatches;
+    long epoch = -1;
+    double loss = 0;
+    int rc = 0;
+    double t0 = cli_now();
+    while (t->hd.step < t->total_steps) {
+        long s = t->hd.step;
+        if (s / nb != epoch) {
+            epoch = s / nb;
+            cli_plan_epoch(&t->plan, epoch);
+        }
+        int b = t->plan.perm[s % nb];
+        int n = t->plan.boff[b + 1] - t->plan.boff[b];
+        for (int i = 0; i < n; i++)
+            recs[i] = &t->pkg.records[t->plan.order[t->plan.boff[b] + i]];
+        loss = clef_train_step(t->k, &t->hd, recs, n, t->ws, &t->o);
+        if (!isfinite(loss)) {
+            rc = clef_err_set(err, CLEF_ERR_RUN,
+                              "non-finite loss %g at step %ld (epoch %ld)",
+                              loss, s + 1, epoch + 1);
+            break;
+        }
+        if (t->hd.step != s + 1)
+            t->hd.step = s + 1; // defensive: the step counter moves once
+        long step = t->hd.step;
+        progress_show(&pb, t, step, loss, 0);
+        if (t->c.eval_every && step % t->c.eval_every == 0 &&
+            step != t->total_steps) {
+            cli_eval ev;
+            if ((rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &ev,
+                                   err)))
+                break;
+            json_array_append_new(t->history, history_point(step, &ev));
+            cli_eval_free(&ev);
+        }
+        if (t->c.checkpoint_every && step % t->c.checkpoint_every == 0 &&
+            step != t->total_steps) {
+            if ((rc = save_checkpoint(t, err)))
+                break;
+            prune_checkpoints(t);
+        }
+    }
+    t->train_s = cli_now() - t0;
+    if (!rc && t->total_steps > t->start_step)
+        progress_show(&pb, t, t->hd.step, loss, 1);
+    free(recs);
+    return rc;
+}
+
+static json_t *artifacts_json(const train_run *t, const char *weights)
+{
+    json_t *ck = json_array();
+    long steps[4096];
+    int n = list_checkpoints(t, steps, 4096);
+    for (int i = 0; i < n; i++) {
+        char path[64], full[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "checkpoint-%ld.safetensors", steps[i]);
+        snprintf(full, sizeof(full), "%s/%s", t->run_abs, path);
+        json_array_append_new(ck, json_string(full));
+    }
+    char w[PATH_MAX + 64];
+    snprintf(w, sizeof(w), "%s/weights.safetensors", t->run_abs);
+    return json_pack("{s:o, s:o}", "weights",
+                     weights ? json_string(w) : json_null(), "checkpoints",
+                     ck);
+}
+
+static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
+                           const char *weights)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "status", json_string(fail ? "error" : "ok"));
+    if (fail)
+        json_object_set_new(j, "error",
+                            json_pack("{s:i, s:s}", "code", fail->code,
+                                      "message", fail->msg));
+    json_object_set_new(j, "completed_steps", json_integer(t->hd.step));
+    json_object_set_new(j, "package",
+                        json_pack("{s:s, s:s}", "manifest", t->manifest_abs,
+                                  "sha256", t->pkg.sha256));
+    json_object_set_new(j, "train",
+                        cli_train_settings(&t->c, t->k->backend,
+                                           cli_threads()));
+    if (t->pkg.provenance)
+        json_object_set_new(j, "provenance",
+                            json_loads(t->pkg.provenance, 0, NULL));
+    if (t->before.z && t->after.z)
+        json_object_set_new(j, "metrics", metrics_json(&t->before, &t->after));
+    json_object_set_new(j, "history", json_incref(t->history));
+    if (t->after.z)
+        json_object_set_new(j, "records", records_json(&t->pkg, &t->after));
+    if (checks)
+        json_object_set_new(
+            j, "checks",
+            json_pack("{s:b, s:b, s:b}", "frozen_inputs_unchanged", checks[0],
+                      "checkpoint_reload", checks[1], "export_parity",
+                      checks[2]));
+    json_object_set_new(j, "artifacts", artifacts_json(t, weights));
+    double total = cli_now() - t->t0;
+    long steps = t->hd.step - t->start_step;
+    json_object_set_new(
+        j, "timing",
+        json_pack("{s:f, s:f, s:f}", "total_s", total, "train_s", t->train_s,
+                  "updates_per_s", t->train_s > 0 ? steps / t->train_s : 0.0));
+    return j;
+}
+
+static int write_results(train_run *t, json_t *res, clef_err *err)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/result.json", t->c.run_dir);
+    size_t fl = JSON_INDENT(2) | JSON_REAL_PRECISION(9);
+    int rc = cli_write_json(path, res, fl, err);
+    if (!rc && t->c.json_out)
+        rc = cli_write_json(t->c.json_out, res, fl, err);
+    return rc;
+}
+
+// Everything after the run dir exists. Failures here exit 1.
+static int run(train_run *t, clef_err *err)
+{
+    int rc, checks[3] = {0, 0, 0};
+    char wpath[PATH_MAX + 32];
+    const char *weights = NULL;
+    if ((rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &t->before,
+                           err)))
+        goto out;
+    json_array_append_new(t->history, history_point(t->hd.step, &t->before));
+    if ((rc = train_loop(t, err)))
+        goto out;
+    if ((rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &t->after,
+                           err)))
+        goto out;
+    for (long i = 0; i < (long)t->after.zoff[t->pkg.nrecords]; i++)
+        if (!isfinite(t->after.z[i])) {
+            rc = clef_err_set(err, CLEF_ERR_RUN,
+                              "non-finite logit after training");
+            goto out;
+        }
+    json_t *last = json_array_get(t->history, json_array_size(t->history) - 1);
+    if (!last ||
+        json_integer_value(json_object_get(last, "step")) != t->hd.step)
+        json_array_append_new(t->history,
+                              history_point(t->hd.step, &t->after));
+    if ((rc = save_checkpoint(t, err)))
+        goto out;
+    prune_checkpoints(t);
+    snprintf(wpath, sizeof(wpath), "%s/weights.safetensors", t->c.run_dir);
+    clef_st_meta meta[2] = {{"package_sha256", t->pkg.sha256},
+                            {"provenance", t->pkg.provenance}};
+    if ((rc = clef_weights_save(wpath, &t->hd, meta, t->pkg.provenance ? 2 : 1,
+                                err)))
+        goto out;
+    weights = wpath;
+    checks[0] = frozen_unchanged(t);
+    checks[1] = checkpoint_reloads(t);
+    checks[2] = export_parity(t, wpath);
+    static const char *names[3] = {"frozen_inputs_unchanged",
+                                   "checkpoint_reload", "export_parity"};
+    for (int i = 0; i < 3; i++)
+        if (!checks[i]) {
+            rc = clef_err_set(err, CLEF_ERR_RUN, "check %s failed", names[i]);
+            break;
+        }
+out:;
+    json_t *res = result_json(t, rc ? err : NULL, weights ? checks : NULL,
+                              weights);
+    clef_err werr = {0};
+    int wrc = write_results(t, res, &werr);
+    json_decref(res);
+    if (!rc && wrc) {
+        *err = werr;
+        rc = wrc;
+    }
+    return rc;
+}
+
+int cli_train(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        fputs(cli_train_help, stdout);
+        return 0;
+    }
+    train_run *t = calloc(1, sizeof(*t));
+    if (!t) {
+        fprintf(stderr, "clef train: out of memory\n");
+        return CLEF_ERR_RUN;
+    }
+    t->t0 = cli_now();
+    clef_err err = {0};
+    int rc = prepare(t, argc, argv, &err);
+    if (!rc) {
+        t->nfrozen = frozen_hashes(&t->pkg, NULL);
+        t->frozen = alloc_hashes(t->nfrozen);
+        t->history = json_array();
+        if (!t->frozen || !t->history)
+            rc = clef_err_set(&err, CLEF_ERR_RUN, "out of memory");
+        else
+            frozen_hashes(&t->pkg, t->frozen);
+    }
+    if (!rc && cli_mkdirs(t->c.run_dir) != 0)
+        rc = clef_err_set(&err, CLEF_ERR_RUN, "%s: cannot create: %s",
+                          t->c.run_dir, strerror(errno));
+    if (!rc) {
+        if (!realpath(t->c.run_dir, t->run_abs))
+            snprintf(t->run_abs, sizeof(t->run_abs), "%s", t->c.run_dir);
+        rc = run(t, &err);
+    }
+    if (rc)
+        cli_fail("train", &err);
+    json_decref(t->history);
+    free_hashes(t->frozen, t->nfrozen);
+    cli_eval_free(&t->before);
+    cli_eval_free(&t->after);
+    cli_plan_free(&t->plan);
+    if (t->ws)
+        clef_ws_free(t->ws);
+    clef_head_free(&t->hd);
+    clef_package_free(&t->pkg);
+    free(t);
+    return rc;
+}

@@ -1,0 +1,225 @@
+// clef train: flags, defaults and the settings JSON stored in checkpoints.
+#include <stdio.h>
+#include <string.h>
+
+#include "train.h"
+
+const char *cli_train_help =
+    "usage: clef train --package DIR/package.json --run-dir DIR\n"
+    "       [--package-sha256 HEX] [--json-out FILE] [--epochs N=1]\n"
+    "       [--batch B=1] [--lr X=1e-3] [--betas B1,B2=0.9,0.999]\n"
+    "       [--eps E=1e-4] [--weight-decay W=0.01]\n"
+    "       [--decay-scope weights|all] [--max-grad-norm C=0]\n"
+    "       [--label-smoothing E=0] [--brier B=0] [--ordinal L=0]\n"
+    "       [--init WEIGHTS.safetensors] [--seed S=3407]\n"
+    "       [--resume CHECKPOINT] [--checkpoint-every N=0]\n"
+    "       [--keep-checkpoints K=3] [--eval-every N=0]\n"
+    "       [--batching sequential|bucketed] [--backend NAME=auto]\n"
+    "       [--threads N] [--quiet]\n"
+    "\n"
+    "Trains the package's train records and writes into --run-dir (created;\n"
+    "a non-empty one is refused unless --resume points into it):\n"
+    "weights.safetensors, checkpoint-<step>.safetensors and result.json\n"
+    "(also written to --json-out). Every record is evaluated before and\n"
+    "after training; `history` holds the train and validation losses at\n"
+    "step 0 (or the resumed step), every --eval-every steps and at the end.\n"
+    "\n"
+    "--batching sequential: each epoch cuts the train records, in manifest\n"
+    "order, into consecutive groups of B; one AdamW update per group, loss =\n"
+    "mean over the group's questions. bucketed: records of the same geometry\n"
+    "(T, Q, option counts) are grouped (buckets in order of first\n"
+    "appearance), each bucket cut into consecutive groups of B, and the\n"
+    "epoch's batches are shuffled by a generator seeded from --seed and the\n"
+    "epoch number.\n"
+    "--init overrides the package's initial_weights; without either, a\n"
+    "fresh head is drawn from --seed. --resume restores weights, AdamW\n"
+    "moments and the step from a checkpoint of the same package and\n"
+    "settings; --epochs is then the total, so N steps plus a resumed run to\n"
+    "2N steps equal 2N uninterrupted steps bit for bit. Checkpoints: every\n"
+    "--checkpoint-every steps (0: only at the end) and at the end, keeping\n"
+    "the newest --keep-checkpoints (0: keep all).\n"
+    "Exit codes: 0 ok, 1 failure while running (for example a non-finite\n"
+    "loss; result.json then has status \"error\"), 2 bad usage or input\n"
+    "(nothing written).\n";
+
+static int str_flag(int argc, char **argv, int *i, const char *name,
+                    const char **dst, clef_err *err, int *matched)
+{
+    int r = cli_flag(argc, argv, i, name, 1, dst, err);
+    if (r)
+        *matched = 1;
+    return r < 0 ? CLEF_ERR_INPUT : 0;
+}
+
+int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->epochs = 1;
+    c->batch = 1;
+    c->lr = 1e-3;
+    c->b1 = 0.9;
+    c->b2 = 0.999;
+    c->eps = 1e-4;
+    c->wd = 0.01;
+    c->keep = 3;
+    c->seed = 3407;
+    c->backend = "auto";
+    const long big = 1L << 30;
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        int m = 0, r;
+        if (str_flag(argc, argv, &i, "--package", &c->manifest, err, &m) ||
+            str_flag(argc, argv, &i, "--run-dir", &c->run_dir, err, &m) ||
+            str_flag(argc, argv, &i, "--package-sha256", &c->pin, err, &m) ||
+            str_flag(argc, argv, &i, "--json-out", &c->json_out, err, &m) ||
+            str_flag(argc, argv, &i, "--init", &c->init, err, &m) ||
+            str_flag(argc, argv, &i, "--resume", &c->resume, err, &m) ||
+            str_flag(argc, argv, &i, "--backend", &c->backend, err, &m))
+            return CLEF_ERR_INPUT;
+        if (m)
+            continue;
+        if ((r = cli_flag(argc, argv, &i, "--quiet", 0, &v, err))) {
+            c->quiet = 1;
+            continue;
+        }
+#define NUM(name, stmt)                                                        \
+    if ((r = cli_flag(argc, argv, &i, name, 1, &v, err))) {                    \
+        if (r < 0 || (stmt))                                                   \
+            return CLEF_ERR_INPUT;                                             \
+        continue;                                                              \
+    }
+        NUM("--epochs", cli_parse_int("--epochs", v, 0, big, &c->epochs, err))
+        NUM("--batch", cli_parse_int("--batch", v, 1, big, &c->batch, err))
+        NUM("--lr", cli_parse_double("--lr", v, 0, 1e6, &c->lr, err))
+        NUM("--betas", cli_parse_pair("--betas", v, 0, 0.999999999, &c->b1,
+                                      &c->b2, err))
+        NUM("--eps", cli_parse_double("--eps", v, 0, 1e6, &c->eps, err))
+        NUM("--weight-decay", cli_parse_double("--weight-decay", v, 0, 1e6,
+                                               &c->wd, err))
+        NUM("--max-grad-norm", cli_parse_double("--max-grad-norm", v, 0, 1e30,
+                                                &c->max_grad_norm, err))
+        NUM("--label-smoothing", cli_parse_double("--label-smoothing", v, 0, 1,
+                                                  &c->smoothing, err))
+        NUM("--brier", cli_parse_double("--brier", v, 0, 1e6, &c->brier, err))
+        NUM("--ordinal",
+            cli_parse_double("--ordinal", v, 0, 1e6, &c->ordinal, err))
+        NUM("--seed", cli_parse_u64("--seed", v, &c->seed, err))
+        NUM("--checkpoint-every", cli_parse_long("--checkpoint-every", v, 0,
+                                                 big, &c->checkpoint_every,
+                                                 err))
+        NUM("--keep-checkpoints",
+            cli_parse_int("--keep-checkpoints", v, 0, big, &c->keep, err))
+        NUM("--eval-every",
+            cli_parse_long("--eval-every", v, 0, big, &c->eval_every, err))
+        NUM("--threads",
+            cli_parse_int("--threads", v, 1, 4096, &c->threads, err))
+        if ((r = cli_flag(argc, argv, &i, "--decay-scope", 1, &v, err))) {
+            if (r < 0)
+                return CLEF_ERR_INPUT;
+            if (strcmp(v, "weights") && strcmp(v, "all"))
+                return clef_err_input(err, NULL, NULL, "--decay-scope",
+                                      "\"%s\" is not weights or all", v);
+            c->decay_all = !strcmp(v, "all");
+            continue;
+        }
+        if ((r = cli_flag(argc, argv, &i, "--batching", 1, &v, err))) {
+            if (r < 0)
+                return CLEF_ERR_INPUT;
+            if (strcmp(v, "sequential") && strcmp(v, "bucketed"))
+                return clef_err_input(err, NULL, NULL, "--batching",
+                                      "\"%s\" is not sequential or bucketed",
+                                      v);
+            c->bucketed = !strcmp(v, "bucketed");
+            continue;
+        }
+#undef NUM
+        return clef_err_input(err, NULL, NULL, argv[i],
+                              "unknown flag (see clef train --help)");
+    }
+    if (!c->manifest)
+        return clef_err_input(err, NULL, NULL, "--package", "is required");
+    if (!c->run_dir)
+        return clef_err_input(err, NULL, NULL, "--run-dir", "is required");
+    if (c->pin && !clef_sha256_is_hex(c->pin))
+        return clef_err_input(err, NULL, NULL, "--package-sha256",
+                              "must be 64 hexadecimal digits");
+    if (c->init && c->resume)
+        return clef_err_input(err, NULL, NULL, "--init",
+                              "cannot be combined with --resume (the "
+                              "checkpoint holds the weights)");
+    return 0;
+}
+
+void cli_train_opts(const train_cfg *c, clef_train_opts *o)
+{
+    clef_train_opts_default(o);
+    o->lr = (float)c->lr;
+    o->beta1 = (float)c->b1;
+    o->beta2 = (float)c->b2;
+    o->eps = (float)c->eps;
+    o->weight_decay = (float)c->wd;
+    o->decay_all = c->decay_all;
+    o->max_grad_norm = (float)c->max_grad_norm;
+    o->smoothing = (float)c->smoothing;
+    o->brier = (float)c->brier;
+    o->ordinal = (float)c->ordinal;
+}
+
+json_t *cli_train_settings(const train_cfg *c, const char *backend,
+                           int threads)
+{
+    json_t *j = json_pack(
+        "{s:i, s:i, s:f, s:[f, f], s:f, s:f, s:s, s:f, s:f, s:f, s:f, s:I, "
+        "s:s}",
+        "epochs", c->epochs, "batch", c->batch, "lr", c->lr, "betas", c->b1,
+        c->b2, "eps", c->eps, "weight_decay", c->wd, "decay_scope",
+        c->decay_all ? "all" : "weights", "label_smoothing", c->smoothing,
+        "brier", c->brier, "ordinal", c->ordinal, "max_grad_norm",
+        c->max_grad_norm, "seed", (json_int_t)c->seed, "batching",
+        c->bucketed ? "bucketed" : "sequential");
+    if (j && backend) {
+        json_object_set_new(j, "backend", json_string(backend));
+        json_object_set_new(j, "threads", json_integer(threads));
+    }
+    return j;
+}
+
+// The settings that decide the bits of every update: a resumed run must use
+// the checkpoint's (epochs, backend, threads and bookkeeping may change).
+static const char *const resume_keys[] = {
+    "batch", "lr", "betas", "eps", "weight_decay", "decay_scope",
+    "label_smoothing", "brier", "ordinal", "max_grad_norm", "seed",
+    "batching"};
+
+int cli_train_check_resume(const train_cfg *c, const char *ckpt,
+                           const char *train_json, clef_err *err)
+{
+    json_error_t je;
+    json_t *saved = train_json ? json_loads(train_json, 0, &je) : NULL;
+    if (!json_is_object(saved)) {
+        json_decref(saved);
+        return clef_err_input(err, ckpt, NULL, "__metadata__.train",
+                              "missing or not a JSON object");
+    }
+    json_t *now = cli_train_settings(c, NULL, 0);
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(resume_keys) / sizeof(*resume_keys); i++) {
+        json_t *a = json_object_get(saved, resume_keys[i]);
+        json_t *b = json_object_get(now, resume_keys[i]);
+        if (!a || !json_equal(a, b)) {
+            char *sa = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL;
+            char *sb = json_dumps(b, JSON_ENCODE_ANY);
+            rc = clef_err_input(err, ckpt, NULL, resume_keys[i],
+                                "the checkpoint was trained with %s, this "
+                                "run asks for %s (a resumed run keeps the "
+                                "checkpoint's settings)", sa ? sa : "nothing",
+                                sb ? sb : "?");
+            free(sa);
+            free(sb);
+            break;
+        }
+    }
+    json_decref(now);
+    json_decref(saved);
+    return rc;
+}

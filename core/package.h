@@ -1,0 +1,51 @@
+// Packages (FORMATS.md): package.json + shards + lexical table, loaded and
+// checked rule by rule before anything is trained or written.
+#ifndef CLEF_PACKAGE_H
+#define CLEF_PACKAGE_H
+
+#include "err.h"
+#include "head.h"
+#include "sha256.h"
+
+#define CLEF_PACKAGE_FORMAT "clef-package/1"
+#define CLEF_RECORD_ID_MAX 128
+
+typedef struct clef_package {
+    char *manifest;   // the manifest path as given
+    char *dir;        // its folder: every file name is relative to it
+    char sha256[CLEF_SHA256_HEX]; // of the manifest's bytes
+    clef_config cfg;  // "head"
+    char *provenance; // compact JSON object, or NULL when absent
+    char *lexical_path;
+    int V;            // lexical rows
+    float *E;         // (V, d) frozen lexical table
+    char *init_path;  // initial_weights file, or NULL
+    int nshards;
+    char **shard_paths; // [nshards]
+    int nrecords;
+    clef_record *records; // [nrecords], manifest order, prepared
+    int *record_shard;    // [nrecords]
+    int nsplit[3];        // records per CLEF_SPLIT_*
+    int Tmax, Qmax, Omax; // the largest record geometry
+} clef_package;
+
+// Loads and checks the package at manifest_path. pin_sha256 (64 hex or NULL)
+// must match the manifest's bytes. Every rule of FORMATS.md is checked; the
+// records are prepared with kernels k (clef_record_prepare). On failure the
+// package is freed and err names the file, record, field and rule.
+int clef_package_load(const char *manifest_path, const char *pin_sha256,
+                      const clef_kernels *k, clef_package *pkg, clef_err *err);
+void clef_package_free(clef_package *pkg);
+
+// Index of the record with this id, or -1.
+int clef_package_find(const clef_package *pkg, const char *id);
+
+// Path rule of FORMATS.md: relative, non-empty, no ".." component. 1 if ok.
+int clef_package_path_ok(const char *name);
+// Record id rule: [A-Za-z0-9._-]{1,128}. 1 if ok.
+int clef_package_id_ok(const char *id);
+
+const char *clef_split_name(int split);    // "train", ...
+const char *clef_qtype_name(int qtype);    // "noul", ...
+
+#endif

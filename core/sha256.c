@@ -1,0 +1,103 @@
+// SHA-256 through libcrypto's EVP interface.
+#include "sha256.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+int clef_sha256_hex(const void *buf, size_t n, char hex[CLEF_SHA256_HEX])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (!EVP_Digest(buf, n, md, &len, EVP_sha256(), NULL) || len != 32) {
+        hex[0] = '\0';
+        return -1;
+    }
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < 32; i++) {
+        hex[2 * i] = digits[md[i] >> 4];
+        hex[2 * i + 1] = digits[md[i] & 15];
+    }
+    hex[64] = '\0';
+    return 0;
+}
+
+int clef_read_file(const char *path, uint8_t **bytes, size_t *size,
+                   clef_err *err)
+{
+    uint8_t *buf = NULL;
+    size_t n = 0, cap = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return clef_err_input(err, path, NULL, NULL, "cannot open file: %s",
+                              strerror(errno));
+    for (;;) {
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 1 << 16;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                fclose(fp);
+                return clef_err_input(err, path, NULL, NULL,
+                                      "out of memory reading the file");
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + n, 1, cap - n, fp);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        return clef_err_input(err, path, NULL, NULL, "read error");
+    }
+    *size = n;
+    if (bytes)
+        *bytes = buf;
+    else
+        free(buf);
+    return 0;
+}
+
+int clef_sha256_file(const char *path, char hex[CLEF_SHA256_HEX],
+                     clef_err *err)
+{
+    uint8_t *bytes = NULL;
+    size_t n = 0;
+    int rc = clef_read_file(path, &bytes, &n, err);
+    if (rc)
+        return rc;
+    rc = clef_sha256_hex(bytes, n, hex);
+    free(bytes);
+    if (rc)
+        return clef_err_input(err, path, NULL, NULL, "SHA-256 failed");
+    return 0;
+}
+
+int clef_sha256_is_hex(const char *s)
+{
+    if (!s || strlen(s) != 64)
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+int clef_sha256_equal(const char *a, const char *b)
+{
+    if (!clef_sha256_is_hex(a) || !clef_sha256_is_hex(b))
+        return 0;
+    for (int i = 0; i < 64; i++)
+        if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i]))
+            return 0;
+    return 1;
+}

@@ -1,0 +1,26 @@
+// SHA-256 of buffers and files (libcrypto EVP), as lowercase hex.
+#ifndef CLEF_SHA256_H
+#define CLEF_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define CLEF_SHA256_HEX 65 // 64 hex digits + NUL
+
+// hex (65) = SHA-256 of buf (n bytes). 0, or -1 if libcrypto fails.
+int clef_sha256_hex(const void *buf, size_t n, char hex[CLEF_SHA256_HEX]);
+// Reads the whole file: *bytes (malloc'd, caller frees; may be NULL to
+// discard) and *size. Errors name the file. 0 or CLEF_ERR_INPUT.
+int clef_read_file(const char *path, uint8_t **bytes, size_t *size,
+                   clef_err *err);
+// hex = SHA-256 of the file's bytes. 0 or CLEF_ERR_INPUT (naming the file).
+int clef_sha256_file(const char *path, char hex[CLEF_SHA256_HEX],
+                     clef_err *err);
+// 1 if s is 64 hex digits (either case).
+int clef_sha256_is_hex(const char *s);
+// Case-insensitive comparison of two hex digests: 1 when equal.
+int clef_sha256_equal(const char *a, const char *b);
+
+#endif
