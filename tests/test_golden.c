@@ -8,6 +8,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "head.h"
 #include "package.h"
@@ -73,6 +74,8 @@ static void expect_rel_floor(const char *what, double got, double want,
                              double floor)
 {
     double rel = fabs(got - want) / fmax(fabs(want), fmax(floor, 1e-300));
+    if (getenv("CLEF_GOLDEN_REPORT"))
+        fprintf(stderr, "[golden] %-60s rel %.3g\n", what, rel);
     if (rel > worst_rel)
         worst_rel = rel;
     cr_expect(rel <= REL_TOL, "%s: got %.9g, expected %.9g (relative error %.3g > %g)",
