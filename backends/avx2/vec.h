@@ -41,6 +41,12 @@ static inline void vf_storen(float *p, vf v, int n)
     _mm256_maskstore_ps(p, vm_first_i(n), v);
 }
 
+// lanes ≥ n (n < VW) set to zero
+static inline vf vf_keepn(vf v, int n)
+{
+    return _mm256_and_ps(v, _mm256_castsi256_ps(vm_first_i(n)));
+}
+
 static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }

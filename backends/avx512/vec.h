@@ -36,6 +36,9 @@ static inline void vf_storen(float *p, vf v, int n)
     _mm512_mask_storeu_ps(p, vm_first(n), v);
 }
 
+// lanes ≥ n (n < VW) set to zero
+static inline vf vf_keepn(vf v, int n) { return _mm512_maskz_mov_ps(vm_first(n), v); }
+
 static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }

@@ -1,0 +1,45 @@
+// AdamW (torch.optim.AdamW, HEAD.md §8), written once against the vf layer.
+// Memory-bound: θ, g, m, v read once, θ, m, v written once. Same operations
+// in the same order as the scalar reference and no FMA, so every lane rounds
+// exactly as clef_f32_adamw__scalar: the result is bitwise equal.
+//   θ ← θ·keep;  m ← β1 m + (1−β1) g;  v ← β2 v + ((1−β2) g) g;
+//   θ ← θ − (step_size·m) / (√v / bc2_sqrt + eps)
+
+static inline void adamw_v(float *theta, const float *g, float *m, float *v,
+                           int t, vf keep, vf b1, vf c1, vf b2, vf c2, vf step,
+                           vf bc2, vf eps)
+{
+    vf th = t == VW ? vf_load(theta) : vf_loadn(theta, t);
+    vf gi = t == VW ? vf_load(g) : vf_loadn(g, t);
+    vf mi = t == VW ? vf_load(m) : vf_loadn(m, t);
+    vf vi = t == VW ? vf_load(v) : vf_loadn(v, t);
+    th = vf_mul(th, keep);
+    mi = vf_add(vf_mul(b1, mi), vf_mul(c1, gi));
+    vi = vf_add(vf_mul(b2, vi), vf_mul(vf_mul(c2, gi), gi));
+    vf den = vf_add(vf_div(vf_sqrt(vi), bc2), eps);
+    th = vf_sub(th, vf_div(vf_mul(step, mi), den));
+    if (t == VW) {
+        vf_store(theta, th);
+        vf_store(m, mi);
+        vf_store(v, vi);
+    } else {
+        vf_storen(theta, th, t);
+        vf_storen(m, mi, t);
+        vf_storen(v, vi, t);
+    }
+}
+
+void CLEF_KNAME(adamw)(size_t n, float *theta, const float *g, float *m,
+                       float *v, const clef_adamw_args *a)
+{
+    vf keep = vf_set1((float)(1.0 - (double)a->lr * (double)a->decay));
+    vf b1 = vf_set1(a->beta1), c1 = vf_set1(1.0f - a->beta1);
+    vf b2 = vf_set1(a->beta2), c2 = vf_set1(1.0f - a->beta2);
+    vf step = vf_set1(a->step_size), bc2 = vf_set1(a->bc2_sqrt), eps = vf_set1(a->eps);
+    size_t i = 0;
+    for (; i + VW <= n; i += VW)
+        adamw_v(theta + i, g + i, m + i, v + i, VW, keep, b1, c1, b2, c2, step, bc2, eps);
+    if (i < n)
+        adamw_v(theta + i, g + i, m + i, v + i, (int)(n - i), keep, b1, c1, b2, c2,
+                step, bc2, eps);
+}

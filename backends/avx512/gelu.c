@@ -1,0 +1,7 @@
+// GELU (exact erf) for avx512: clef_f32_gelu_fwd__avx512, clef_f32_gelu_bwd__avx512,
+// and clef_f32_erf__avx512 (tests). Body: backends/avx2/tmpl_gelu.h, math in
+// backends/avx2/tmpl_math.h.
+#include "vec.h"
+#include "avx512.h"
+
+#include "../avx2/tmpl_gelu.h"

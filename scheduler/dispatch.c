@@ -1,0 +1,148 @@
+// Runtime per-op dispatch (see dispatch.h). Built without ISA flags.
+#include "dispatch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/avx2/avx2.h"
+#include "backends/avx512/avx512.h"
+#include "backends/scalar/scalar.h"
+#include "cpu.h"
+
+#define CLEF_MAX_CANDIDATES 3
+
+// Per op: avx512, avx2, scalar (every shape each; see dispatch.h).
+#define CAND(name, isa, backend)                                               \
+    {#name, isa, backend, (void (*)(void))name, NULL}
+#define CAND_ROW(op)                                                           \
+    [CLEF_OP_##op] = {CAND(clef_f32_##op##__avx512, CLEF_ISA_AVX512, "avx512"), \
+                      CAND(clef_f32_##op##__avx2, CLEF_ISA_AVX2, "avx2"),       \
+                      CAND(clef_f32_##op##__scalar, CLEF_ISA_SCALAR, "scalar")},
+#define CAND_GEMM_ROW(op)                                                      \
+    [CLEF_OP_##op] = {CAND(clef_f32_##op##_14x32__avx512, CLEF_ISA_AVX512, "avx512"), \
+                      CAND(clef_f32_##op##_6x16__avx2, CLEF_ISA_AVX2, "avx2"),  \
+                      CAND(clef_f32_##op##__scalar, CLEF_ISA_SCALAR, "scalar")},
+
+static const clef_candidate g_candidates[CLEF_OP_COUNT][CLEF_MAX_CANDIDATES] = {
+    CAND_GEMM_ROW(gemm_nt) CAND_GEMM_ROW(gemm_nn) CAND_GEMM_ROW(gemm_tn)
+    CAND_ROW(bias_add) CAND_ROW(colsum) CAND_ROW(layernorm_fwd)
+    CAND_ROW(layernorm_bwd) CAND_ROW(gelu_fwd) CAND_ROW(gelu_bwd)
+    CAND_ROW(softmax_fwd) CAND_ROW(softmax_bwd) CAND_ROW(softmax_seg_fwd)
+    CAND_ROW(softmax_seg_bwd) CAND_ROW(attention_fwd) CAND_ROW(attention_bwd)
+    CAND_ROW(span_mean) CAND_ROW(span_scatter) CAND_ROW(gather_rows)
+    CAND_ROW(scatter_add_rows) CAND_ROW(normalize_fwd) CAND_ROW(normalize_bwd)
+    CAND_ROW(cosine_fwd) CAND_ROW(cosine_bwd) CAND_ROW(adamw) CAND_ROW(loss)
+};
+
+const clef_candidate *clef_dispatch_candidates(clef_op op, int *count)
+{
+    *count = CLEF_MAX_CANDIDATES;
+    return g_candidates[op];
+}
+
+static int accepts(const clef_candidate *c, const clef_shape *shape)
+{
+    if (!c->supported)
+        return 1;
+    return c->supported(shape);
+}
+
+const clef_candidate *clef_dispatch_pick(clef_op op, int max_isa,
+                                         const clef_shape *shape)
+{
+    int n;
+    const clef_candidate *c = clef_dispatch_candidates(op, &n);
+    for (int i = 0; i < n; i++)
+        if (c[i].isa <= max_isa && accepts(&c[i], shape))
+            return &c[i];
+    return NULL;
+}
+
+// Sets the op's pointer in a table from a generic pointer.
+static void set_op(clef_kernels *k, clef_op op, void (*fn)(void))
+{
+    switch (op) {
+#define CLEF_SET_CASE(o, type)                                                 \
+    case CLEF_OP_##o:                                                          \
+        k->o = (type)fn;                                                       \
+        break;
+        CLEF_OPS(CLEF_SET_CASE)
+#undef CLEF_SET_CASE
+    default:
+        break;
+    }
+}
+
+// Why the CPU (or the cap) cannot run level isa; NULL when it can.
+static const char *isa_unavailable(int isa, int max_isa, char *buf, size_t len)
+{
+    const clef_cpu *c = clef_cpu_get();
+    if (isa > c->isa_native) {
+        snprintf(buf, len, "cpu lacks %s (native level %s)", clef_isa_name(isa),
+                 clef_isa_name(c->isa_native));
+        return buf;
+    }
+    if (isa > max_isa) {
+        snprintf(buf, len, "capped at %s (CLEF_MAX_ISA or caller)",
+                 clef_isa_name(max_isa));
+        return buf;
+    }
+    return NULL;
+}
+
+int clef_dispatch_build(clef_kernels *out, int max_isa,
+                        const char *backend_restriction, char *why,
+                        size_t whylen)
+{
+    char tmp[160];
+    const clef_cpu *cpu = clef_cpu_get();
+    if (max_isa > cpu->isa_native)
+        max_isa = cpu->isa_native;
+    int only = -1; // restrict to one ISA level
+    if (backend_restriction && backend_restriction[0] &&
+        strcmp(backend_restriction, "auto") != 0) {
+        only = clef_isa_parse(backend_restriction);
+        if (only < 0) {
+            snprintf(why, whylen, "%s: not an ISA backend (scalar|avx2|avx512|auto)",
+                     backend_restriction);
+            return -1;
+        }
+        const char *r = isa_unavailable(only, max_isa, tmp, sizeof tmp);
+        if (r) {
+            snprintf(why, whylen, "%s: %s", backend_restriction, r);
+            return -1;
+        }
+    }
+    clef_kernels k;
+    memset(&k, 0, sizeof k);
+    k.backend = only >= 0 ? clef_isa_name(only) : "auto";
+    for (int op = 0; op < CLEF_OP_COUNT; op++) {
+        int n;
+        const clef_candidate *c = clef_dispatch_candidates((clef_op)op, &n);
+        const clef_candidate *best = NULL;
+        for (int i = 0; i < n && !best; i++) {
+            if (c[i].isa > max_isa || (only >= 0 && c[i].isa != only))
+                continue;
+            if (accepts(&c[i], NULL))
+                best = &c[i];
+        }
+        if (!best) {
+            snprintf(why, whylen, "%s: no kernel for op %s",
+                     backend_restriction ? backend_restriction : "auto",
+                     clef_op_names[op]);
+            return -1;
+        }
+        set_op(&k, (clef_op)op, best->fn);
+        k.names[op] = best->name;
+    }
+    const char *v = getenv("CLEF_VERBOSE");
+    if (v && atoi(v) > 0) {
+        fprintf(stderr, "clef: dispatch (%s, max isa %s):\n", k.backend,
+                clef_isa_name(max_isa));
+        for (int op = 0; op < CLEF_OP_COUNT; op++)
+            fprintf(stderr, "clef:   %-17s %s\n", clef_op_names[op], k.names[op]);
+    }
+    *out = k;
+    return 0;
+}
