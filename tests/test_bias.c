@@ -4,6 +4,7 @@
 //             respect to b, tolerance 2 (rows + 4) FLT_EPSILON · max|grad|;
 //             and it must accumulate (+=).
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "backends/scalar/scalar.h"

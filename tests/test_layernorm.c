@@ -33,7 +33,7 @@ typedef struct ln_case {
 static ln_case ln_alloc(int rows, int n, float offset, uint64_t *rng)
 {
     size_t sz = (size_t)rows * n;
-    ln_case c = {rows, n};
+    ln_case c = {.rows = rows, .n = n};
     c.x = clef_test_falloc(sz), c.y = clef_test_falloc(sz);
     c.xhat = clef_test_falloc(sz), c.w = clef_test_falloc(sz);
     c.gamma = clef_test_falloc(n), c.beta = clef_test_falloc(n);
