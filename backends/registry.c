@@ -1,0 +1,90 @@
+// The backend registry (see registry.h): one line per backend.
+#include "registry.h"
+
+#include <string.h>
+
+#include "avx2/avx2.h"
+#include "avx512/avx512.h"
+#include "scheduler/cpu.h"
+
+#if defined(__aarch64__)
+#include <sys/auxv.h> // getauxval, AT_HWCAP
+#include "neon/neon.h"
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1) // asm/hwcap.h on arm64
+#endif
+
+const char *clef_need_neon(void)
+{
+    return getauxval(AT_HWCAP) & HWCAP_ASIMD ? NULL : "cpu lacks asimd";
+}
+#define CLEF_NEON_ENTRY {"neon", &clef_neon_kernels, clef_need_neon}
+#else
+#define CLEF_NEON_ENTRY {"neon", NULL, NULL} // arm64 builds only
+#endif
+
+const char *clef_need_avx2(void)
+{
+    const clef_cpu *c = clef_cpu_get();
+    if (!c->avx2)
+        return "cpu lacks avx2";
+    if (!c->fma)
+        return "cpu lacks fma";
+    if (!c->f16c)
+        return "cpu lacks f16c";
+    return NULL;
+}
+
+const char *clef_need_avx512(void)
+{
+    const clef_cpu *c = clef_cpu_get();
+    if (!c->avx512f)
+        return "cpu lacks avx512f";
+    if (!c->avx512bw)
+        return "cpu lacks avx512bw";
+    if (!c->avx512dq)
+        return "cpu lacks avx512dq";
+    if (!c->avx512vl)
+        return "cpu lacks avx512vl";
+    if (!c->fma)
+        return "cpu lacks fma";
+    return NULL;
+}
+
+// Backends whose tables are not written yet read {"name", NULL, NULL}.
+// Declare a new table here (or include the backend's header) and fill its line.
+static const clef_backend g_backends[] = {
+    {"scalar", &clef_scalar_kernels, NULL},
+    {"avx2", &clef_avx2_kernels, clef_need_avx2},
+    {"avx512", &clef_avx512_kernels, clef_need_avx512},
+    CLEF_NEON_ENTRY,
+    {"onednn", NULL, NULL},
+    {"blis", NULL, NULL},
+};
+
+int clef_backend_count(void)
+{
+    return (int)(sizeof g_backends / sizeof g_backends[0]);
+}
+
+const clef_backend *clef_backend_at(int i)
+{
+    if (i < 0 || i >= clef_backend_count())
+        return NULL;
+    return &g_backends[i];
+}
+
+const clef_backend *clef_backend_find(const char *name)
+{
+    for (int i = 0; i < clef_backend_count(); i++)
+        if (strcmp(g_backends[i].name, name) == 0)
+            return &g_backends[i];
+    return NULL;
+}
+
+const char *clef_backend_unavailable(const clef_backend *b)
+{
+    if (!b->table)
+        return "not compiled in this build";
+    return b->unavailable ? b->unavailable() : NULL;
+}
