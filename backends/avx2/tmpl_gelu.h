@@ -4,10 +4,18 @@
 //   erf:       y (n) = erf(x)  (exposed for tests/test_erf.c)
 // Memory-bound: one pass, 2 vectors per iteration, masked tail.
 
+// x clamped to ±FLT_MAX for the products, so gelu(−Inf) = −0·… = 0 and
+// gelu'(±Inf) = Φ(±Inf) (the limits), not Inf·0 = NaN; NaN stays NaN.
+static inline vf gelu_finite(vf x)
+{
+    return vf_min(vf_set1(3.40282347e+38f), vf_max(vf_set1(-3.40282347e+38f), x));
+}
+
 static inline vf gelu_fwd_v(vf x)
 {
     vf e2;
-    return vf_mul(x, vf_norm_cdf(x, &e2));
+    vf y = vf_mul(gelu_finite(x), vf_norm_cdf(x, &e2));
+    return vf_select(vf_gt(x, vf_set1(3.40282347e+38f)), x, y); // +Inf -> +Inf
 }
 
 static inline vf gelu_grad_v(vf x)
@@ -15,7 +23,7 @@ static inline vf gelu_grad_v(vf x)
     vf e2;
     vf cdf = vf_norm_cdf(x, &e2);
     vf pdf = vf_mul(e2, vf_set1(0.39894228040143267794f)); // φ = e^{−x²/2}/√(2π)
-    return vf_fma(x, pdf, cdf);
+    return vf_fma(gelu_finite(x), pdf, cdf);
 }
 
 void CLEF_KNAME(gelu_fwd)(size_t n, const float *x, float *y)

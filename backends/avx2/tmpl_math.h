@@ -112,6 +112,9 @@ static inline vf vf_erf(vf x)
 // cancellation); *e2 = e^{−x²/2} for φ(x) = e2/√(2π).
 static inline vf vf_norm_cdf(vf x, vf *e2)
 {
+    // Φ(±20) is 1 or 0 in float and e^{−200} flushes: clamping keeps x² finite
+    // (no Inf − Inf in the exact split); NaN passes through min/max.
+    x = vf_min(vf_set1(20.0f), vf_max(vf_set1(-20.0f), x));
     vf ax = vf_abs(x);
     vf u = vf_mul(ax, vf_set1(0.70710678118654752f)); // |x|/√2
     vf half = vf_set1(0.5f);

@@ -1,0 +1,173 @@
+// GEMM of the ISA backends (avx2: clef_f32_gemm_*_6x16__avx2, avx512:
+// clef_f32_gemm_*_14x32__avx512) against a double reference, through the
+// backends' tables:
+//   - every remainder of the small path: M, N in 1..33, K in {1,2,5,8,15,16,17,31,33}
+//   - every remainder of the packed path: M in 14..42, N in 16..50 at K = 160
+//     (every MR and NR remainder of both tiles), K across a KC block (1100)
+//   - accumulate 0 (C pre-filled with NaN, must be ignored) and 1, ld > width,
+//     C padding untouched
+// Tolerance per element: (K + 2) FLT_EPSILON Σ_k |a_ik b_kj| + 2 FLT_EPSILON
+// |C_before| (float dot-product bound; FMA only tightens it).
+// Determinism: a packed-path GEMM on 1, 2 and 3 OpenMP threads is bitwise equal.
+// A backend this CPU cannot run is skipped with the reason.
+#include <criterion/criterion.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/registry.h"
+#include "util.h"
+
+#define PAD_A 3
+#define PAD_B 5
+#define PAD_C 2
+#define SENTINEL 1234.5f
+
+typedef enum { NT, NN, TN } layout;
+static const char *layout_name[] = {"gemm_nt", "gemm_nn", "gemm_tn"};
+
+// The table of an ISA backend, or skip the test with the reason.
+static const clef_kernels *isa_table_or_skip(const char *isa)
+{
+    const clef_backend *b = clef_backend_find(isa);
+    cr_assert_not_null(b, "backend %s not registered", isa);
+    const char *why = clef_backend_unavailable(b);
+    if (why)
+        cr_skip_test("%s: %s", isa, why);
+    return b->table;
+}
+
+static clef_gemm_fn gemm_of(const clef_kernels *k, layout lay)
+{
+    return lay == NT ? k->gemm_nt : lay == NN ? k->gemm_nn : k->gemm_tn;
+}
+
+// One case; false (after printing the first mismatch) on failure.
+static bool gemm_case(clef_gemm_fn fn, layout lay, int M, int N, int K,
+                      int acc, uint64_t *rng)
+{
+    int arows = lay == TN ? K : M, acols = lay == TN ? M : K;
+    int brows = lay == NT ? N : K, bcols = lay == NT ? K : N;
+    int lda = acols + PAD_A, ldb = bcols + PAD_B, ldc = N + PAD_C;
+    size_t na = (size_t)arows * lda, nb = (size_t)brows * ldb, nc = (size_t)M * ldc;
+    float *A = clef_test_falloc(na), *B = clef_test_falloc(nb);
+    float *C = clef_test_falloc(nc), *C0 = clef_test_falloc(nc);
+    double *Ad = clef_test_dalloc(na), *Bd = clef_test_dalloc(nb);
+    double *Cd = clef_test_dalloc((size_t)M * N), *bound = clef_test_dalloc((size_t)M * N);
+    float *got = clef_test_falloc((size_t)M * N);
+
+    clef_test_fill_uniform(A, na, -1.0f, 1.0f, rng);
+    clef_test_fill_uniform(B, nb, -1.0f, 1.0f, rng);
+    if (acc)
+        clef_test_fill_uniform(C, nc, -2.0f, 2.0f, rng);
+    else
+        clef_test_fill_const(C, nc, NAN);
+    for (int i = 0; i < M; i++)
+        for (int j = N; j < ldc; j++)
+            C[(size_t)i * ldc + j] = SENTINEL;
+    clef_test_fcopy(C0, C, nc);
+    clef_test_to_double(A, Ad, na);
+    clef_test_to_double(B, Bd, nb);
+    clef_test_ref_gemm(M, N, K, Ad, lda, lay == TN, Bd, ldb, lay == NT, Cd, N, bound);
+
+    fn(M, N, K, A, lda, B, ldb, C, ldc, acc);
+
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            size_t o = (size_t)i * N + j;
+            float c0 = C0[(size_t)i * ldc + j];
+            got[o] = C[(size_t)i * ldc + j];
+            bound[o] = (K + 2) * CLEF_TEST_EPS * bound[o];
+            if (acc) {
+                Cd[o] += c0;
+                bound[o] += 2 * CLEF_TEST_EPS * fabs(c0);
+            }
+        }
+    bool ok = clef_test_within(got, Cd, bound, (size_t)M * N);
+    for (int i = 0; i < M && ok; i++)
+        for (int j = N; j < ldc; j++)
+            if (C[(size_t)i * ldc + j] != SENTINEL) {
+                fprintf(stderr, "C padding written at (%d, %d)\n", i, j);
+                ok = false;
+            }
+    free(A), free(B), free(C), free(C0), free(Ad), free(Bd), free(Cd);
+    free(bound), free(got);
+    return ok;
+}
+
+#define CASE(M, N, K, acc)                                                     \
+    cr_assert(gemm_case(fn, lay, M, N, K, acc, &rng),                          \
+              "%s %s M=%d N=%d K=%d accumulate=%d", isa, layout_name[lay], M,  \
+              N, K, acc)
+
+static void small_remainders(const char *isa, layout lay)
+{
+    clef_gemm_fn fn = gemm_of(isa_table_or_skip(isa), lay);
+    static const int ks[] = {1, 2, 5, 8, 15, 16, 17, 31, 33};
+    uint64_t rng = 0x15a00u + lay;
+    for (int M = 1; M <= 33; M++)
+        for (int N = 1; N <= 33; N++)
+            for (int ki = 0; ki < 9; ki++)
+                CASE(M, N, ks[ki], (M + N + ki) & 1);
+}
+
+static void packed_remainders(const char *isa, layout lay)
+{
+    clef_gemm_fn fn = gemm_of(isa_table_or_skip(isa), lay);
+    uint64_t rng = 0x9ac00u + lay;
+    for (int M = 14; M <= 42; M++)
+        for (int N = 16; N <= 50; N++)
+            CASE(M, N, 160, (M + N) & 1);
+    // K across a KC block, M across an MC block, N across NR panels
+    CASE(131, 77, 1100, 0);
+    CASE(131, 77, 1100, 1);
+    CASE(300, 45, 70, 1);
+}
+
+Test(isa_gemm, avx512_nt_small) { small_remainders("avx512", NT); }
+Test(isa_gemm, avx512_nn_small) { small_remainders("avx512", NN); }
+Test(isa_gemm, avx512_tn_small) { small_remainders("avx512", TN); }
+Test(isa_gemm, avx512_nt_packed) { packed_remainders("avx512", NT); }
+Test(isa_gemm, avx512_nn_packed) { packed_remainders("avx512", NN); }
+Test(isa_gemm, avx512_tn_packed) { packed_remainders("avx512", TN); }
+Test(isa_gemm, avx2_nt_small) { small_remainders("avx2", NT); }
+Test(isa_gemm, avx2_nn_small) { small_remainders("avx2", NN); }
+Test(isa_gemm, avx2_tn_small) { small_remainders("avx2", TN); }
+Test(isa_gemm, avx2_nt_packed) { packed_remainders("avx2", NT); }
+Test(isa_gemm, avx2_nn_packed) { packed_remainders("avx2", NN); }
+Test(isa_gemm, avx2_tn_packed) { packed_remainders("avx2", TN); }
+
+// 1, 2 and 3 threads give bitwise the same C (threads split output tiles and
+// packing, never K).
+static void threads_bitwise(const char *isa)
+{
+    const clef_kernels *k = isa_table_or_skip(isa);
+    int M = 157, N = 211, K = 700; // packed path, parallel (> 4e6 flops)
+    uint64_t rng = 0x7d7du;
+    float *A = clef_test_falloc((size_t)K * 211), *B = clef_test_falloc((size_t)K * 211);
+    float *C1 = clef_test_falloc((size_t)M * N), *Ct = clef_test_falloc((size_t)M * N);
+    clef_test_fill_uniform(A, (size_t)K * 211, -1, 1, &rng);
+    clef_test_fill_uniform(B, (size_t)K * 211, -1, 1, &rng);
+    int saved = omp_get_max_threads();
+    for (int lay = NT; lay <= TN; lay++) {
+        clef_gemm_fn fn = gemm_of(k, (layout)lay);
+        int lda = lay == TN ? M : K, ldb = lay == NT ? K : N;
+        omp_set_num_threads(1);
+        fn(M, N, K, A, lda, B, ldb, C1, N, 0);
+        for (int t = 2; t <= 3; t++) {
+            omp_set_num_threads(t);
+            clef_test_fill_const(Ct, (size_t)M * N, NAN);
+            fn(M, N, K, A, lda, B, ldb, Ct, N, 0);
+            cr_assert(memcmp(C1, Ct, sizeof(float) * M * N) == 0,
+                      "%s %s: %d threads differ from 1 thread", isa,
+                      layout_name[lay], t);
+        }
+    }
+    omp_set_num_threads(saved);
+    free(A), free(B), free(C1), free(Ct);
+}
+
+Test(isa_gemm, avx512_threads_bitwise) { threads_bitwise("avx512"); }
+Test(isa_gemm, avx2_threads_bitwise) { threads_bitwise("avx2"); }
