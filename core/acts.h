@@ -1,6 +1,10 @@
-// Activations saved by the forward pass of one record and the scratch the
-// backward pass needs (private to core/forward.c and core/backward.c).
-// Sizes are for the workspace's maxima Tmax, Qmax, Omax.
+// Activations saved by the forward pass of one batch and the scratch the
+// backward pass needs (private to core/). A batch is packed: the memory rows,
+// question rows and option rows of its records are stacked (T = Σ T_b rows,
+// Q = Σ Q_b, O = Σ O_b), so every row-wise op (projections, LayerNorms,
+// FFNs) is one large call over the whole batch and no padding is ever
+// computed; only attention and the per-question softmaxes see record bounds.
+// Sizes below are batch totals, bounded by the workspace's clef_ws_limits.
 #ifndef CLEF_ACTS_H
 #define CLEF_ACTS_H
 
@@ -45,14 +49,28 @@ typedef struct field_acts {
 
 struct clef_ws {
     clef_config cfg;
-    int Tmax, Qmax, Omax;
+    clef_ws_limits lim;
     float *arena;
+    // ---- the batch's index (clef_batch_index) ----
+    int nb;                      // records in the batch
+    int T, Q, O;                 // total rows
+    int *t_off, *q_off, *o_off;  // (nb+1) row offsets per record
+    size_t *ot_off, *qt_off, *qq_off; // (nb+1) offsets of attention maps
+    int *qrec;                   // (Q) record of each question
+    int *qtype;                  // (Q)
+    int *is_score;               // (Q)
+    int *opt_off;                // (Q+1) batch-global option offsets
+    int all_targets;             // every question has a target
+    // packed per-record constants (pointers into the record when nb == 1)
+    const float *xhat, *qvhat, *ctxhat, *lex;
+    float *xhat_b, *qvhat_b, *ctxhat_b, *lex_b; // copies for nb > 1
+    float *target;               // (O) targets, packed
     // ---- forward ----
     float *X;      // X = xhat ⊙ γ + β         (T, d)
     float *M;      // memory X W_mᵀ             (T, w)
     float *qv;     // question vectors          (Q, d)
     float *ctx;    // option context means      (O, d)
-    float *g;      // global vector X[T-1]      (d)
+    float *g;      // global vectors X[T_b-1]   (nb, d)
     float *qo;     // qv W_oqᵀ                  (Q, w)
     float *r0;     // option queries R⁰         (O, w)
     route_acts *route; // [R]
@@ -62,7 +80,7 @@ struct clef_ws {
     float *alpha;  // summary softmax           (O)
     float *S;      // summaries                 (Q, w)
     ln_acts sum;   // option_summary_norm(S)    (Q, w)
-    float *gw;     // W_g g                     (w)
+    float *gw;     // g W_gᵀ                    (nb, w)
     float *F0;     // field stream input        (Q, w)
     field_acts *field; // [L]
     ln_acts fnorm; // field_norm(F^L) = F̂       (Q, w)
@@ -86,14 +104,14 @@ struct clef_ws {
     float *dR, *dR1;      // (O, w)
     float *dF, *dx;       // (Q, w)
     float *dqv, *dctx;    // (Q, d), (O, d)
-    float *dg;            // (d)
+    float *dg;            // (nb, d)
     float *dsum;          // (max(Q,1), max(w, d))
     float *att_scratch;   // (max(O, Q) · max(T, Q))
     float *dcos, *dres;   // (O) ∂L/∂cos, ∂L/∂res
     float *dalpha, *ds;   // (O) summary softmax gradients
     float *dxa, *dxb;     // (Q, w) field residual stream gradients
     float *dwd;           // (w, d) dMᵀ x̂ for the memory projection
-    float *dvec;          // (max(w, d)) a column sum
+    float *dvec;          // (max(nb·w, d)) column sums
 };
 
 #endif

@@ -1,6 +1,8 @@
-// The head's backward pass for one record (HEAD.md §7, Appendix A): reverse
-// mode through the activations the forward pass saved, accumulating into
-// hd->grads (zeroed by the caller once per update).
+// The head's backward pass for a packed batch (HEAD.md §7, Appendix A):
+// reverse mode through the activations the forward pass saved, accumulating
+// into hd->grads (zeroed by the caller once per update). Weight gradients
+// are single GEMMs over all the batch's rows (a fixed reduction order); only
+// attention runs per record.
 #include "acts.h"
 #include "forward.h"
 
@@ -54,28 +56,39 @@ static void ffn_bwd(const clef_kernels *k, const clef_config *c, int rows,
     ln_bwd(k, rows, w, dln, ln, ln_w, dx, g_ln_w, g_ln_b);
 }
 
-// Backward of y = resid + MHA(xq, xkv) (the residual part is the caller's).
-// dxq (nq, w) is overwritten; dxkv (nk, w) is overwritten or, with
-// kv_accumulate, added to. Scratch: dO, dq (nq, w); dkv (nk, 2w);
-// att_scratch (nq·nk).
-static void mha_bwd(const clef_kernels *k, const clef_config *c, int nq,
-                    int nk, const float *dy, const float *xq, const float *xkv,
-                    const float *in_w, const float *out_w, float *g_in_w,
-                    float *g_in_b, float *g_out_w, float *g_out_b,
-                    const float *q, const float *kv, const float *att,
-                    const float *o, float *dO, float *dq, float *dkv,
-                    float *att_scratch, float *dxq, float *dxkv,
+// Which rows of the batch a per-record attention sees (as in forward.c).
+typedef struct att_rows {
+    const int *q_off, *k_off;
+    const size_t *m_off;
+} att_rows;
+
+// Backward of y = resid + MHA(xq, xkv) over the batch (the residual part is
+// the caller's). dxq (nq, w) is overwritten; dxkv (nk, w) is overwritten or,
+// with kv_accumulate, added to. Scratch: dO, dq (nq, w); dkv (nk, 2w);
+// att_scratch (the largest nq·nk of a record).
+static void mha_bwd(const clef_kernels *k, const clef_config *c, int nb,
+                    const att_rows *ar, const float *dy, const float *xq,
+                    const float *xkv, const float *in_w, const float *out_w,
+                    float *g_in_w, float *g_in_b, float *g_out_w,
+                    float *g_out_b, const float *q, const float *kv,
+                    const float *att, const float *o, float *dO, float *dq,
+                    float *dkv, float *att_scratch, float *dxq, float *dxkv,
                     int kv_accumulate)
 {
-    const int w = c->w;
+    const int w = c->w, h = c->h, nq = ar->q_off[nb], nk = ar->k_off[nb];
     k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, 1); // dW_o += dyᵀ O
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
     zero(dq, (size_t)nq * w);
     zero(dkv, (size_t)nk * 2 * w);
-    k->attention_bwd(nq, nk, c->h, w / c->h, q, w, kv, 2 * w, kv + w, 2 * w,
-                     att, dO, w, dq, w, dkv, 2 * w, dkv + w, 2 * w,
-                     att_scratch);
+    for (int b = 0; b < nb; b++) {
+        const int q0 = ar->q_off[b], k0 = ar->k_off[b];
+        const size_t qr = (size_t)q0 * w, kr = (size_t)k0 * 2 * w;
+        k->attention_bwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
+                         w / h, q + qr, w, kv + kr, 2 * w, kv + kr + w, 2 * w,
+                         att + h * ar->m_off[b], dO + qr, w, dq + qr, w,
+                         dkv + kr, 2 * w, dkv + kr + w, 2 * w, att_scratch);
+    }
     k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, 1); // dW_q += dqᵀ xq
     k->colsum(nq, w, dq, g_in_b);
     k->gemm_tn(2 * w, w, nk, dkv, 2 * w, xkv, w, g_in_w + (size_t)w * w, w,
@@ -89,13 +102,13 @@ static void mha_bwd(const clef_kernels *k, const clef_config *c, int nq,
 // Section 9 backward: from dz (O) to dR (O, w) += option-norm path,
 // ws->dF (Q, w) = ∂L/∂F̂ gathered per question, dqv (Q, d) and dg (d) from
 // the prior anchor, and the scalar / residual-scorer gradients.
-static void score_bwd(const clef_kernels *k, clef_head *hd,
-                      const clef_record *r, clef_ws *ws, const float *dz)
+static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                      const float *dz)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
-    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     const float kp = clef_kappa(*P->prior_scale);
     const float kj = clef_kappa(*P->joint_scale);
     const float gate = clef_sigmoid(*P->gate);
@@ -158,17 +171,20 @@ static void score_bwd(const clef_kernels *k, clef_head *hd,
             dar[i] += coef * l[i];
     }
     k->normalize_bwd(Q, d, CLEF_NORMALIZE_EPS, ws->a, ws->anrm, da, ws->dqv);
-    for (int q = 0; q < Q; q++) // dqv is still only t_q here: dg += Σ_q t_q
+    for (int q = 0; q < Q; q++) { // dqv is still only t_q: dg_b += Σ_q t_q
+        float *dg = ws->dg + (size_t)ws->qrec[q] * d;
         for (int i = 0; i < d; i++)
-            ws->dg[i] += ws->dqv[(size_t)q * d + i];
+            dg[i] += ws->dqv[(size_t)q * d + i];
+    }
 }
 
 // Field layer backward: dio (Q, w) holds ∂L/∂out on entry and ∂L/∂x0 on exit.
-static void field_bwd(const clef_kernels *k, clef_head *hd, int j, int Q,
-                      int T, clef_ws *ws, float *dio)
+static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
+                      float *dio)
 {
     const clef_config *c = &hd->cfg;
-    const int w = c->w;
+    const int w = c->w, h = c->h, Q = ws->Q;
+    const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
     const clef_field_tensors *p = &hd->p.field[j];
     clef_field_tensors *g = &hd->g.field[j];
     const field_acts *a = &ws->field[j];
@@ -179,7 +195,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, int Q,
             g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
             ws->dC, dxb);
     // xb = xa + CA(LN2 xa, M): memory gradient straight into dM
-    mha_bwd(k, c, Q, T, dxb, a->n2.y, ws->M, p->ca_in_w, p->ca_out_w,
+    mha_bwd(k, c, ws->nb, &ar, dxb, a->n2.y, ws->M, p->ca_in_w, p->ca_out_w,
             g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc, a->kvc,
             a->ca, a->ca_o, ws->dA, ws->dB_, ws->dkv, ws->att_scratch, ws->dC,
             ws->dM, 1);
@@ -191,9 +207,15 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, int Q,
     k->colsum(Q, w, dxa, g->sa_out_b);
     k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
     zero(dqkv, (size_t)Q * 3 * w);
-    k->attention_bwd(Q, Q, c->h, w / c->h, a->qkv, 3 * w, a->qkv + w, 3 * w,
-                     a->qkv + 2 * w, 3 * w, a->sa, dO, w, dqkv, 3 * w,
-                     dqkv + w, 3 * w, dqkv + 2 * w, 3 * w, ws->att_scratch);
+    for (int b = 0; b < ws->nb; b++) {
+        const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
+        const size_t r3 = (size_t)q0 * 3 * w;
+        k->attention_bwd(nq, nq, h, w / h, a->qkv + r3, 3 * w,
+                         a->qkv + r3 + w, 3 * w, a->qkv + r3 + 2 * w, 3 * w,
+                         a->sa + h * ws->qq_off[b], dO + (size_t)q0 * w, w,
+                         dqkv + r3, 3 * w, dqkv + r3 + w, 3 * w,
+                         dqkv + r3 + 2 * w, 3 * w, ws->att_scratch);
+    }
     k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w, 1);
     colsum_strided(Q, w, dqkv, 3 * w, g->sa_in_b);                 // b_q
     colsum_strided(Q, w, dqkv + 2 * w, 3 * w, g->sa_in_b + 2 * w); // b_v
@@ -204,11 +226,12 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, int Q,
 
 // Routing layer backward: dio (O, w) holds ∂L/∂out on entry and ∂L/∂R on
 // exit; the memory gradient goes through memory_norm into dM.
-static void route_bwd(const clef_kernels *k, clef_head *hd, int i, int O,
-                      int T, clef_ws *ws, float *dio)
+static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
+                      float *dio)
 {
     const clef_config *c = &hd->cfg;
-    const int w = c->w;
+    const int w = c->w, O = ws->O, T = ws->T;
+    const att_rows ar = {ws->o_off, ws->t_off, ws->ot_off};
     const clef_route_tensors *p = &hd->p.route[i];
     clef_route_tensors *g = &hd->g.route[i];
     const route_acts *a = &ws->route[i];
@@ -216,7 +239,7 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, int O,
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
             ws->dA, ws->dB_, ws->dC, ws->dR1);
-    mha_bwd(k, c, O, T, ws->dR1, a->qn.y, a->mn.y, p->in_w, p->out_w, g->in_w,
+    mha_bwd(k, c, ws->nb, &ar, ws->dR1, a->qn.y, a->mn.y, p->in_w, p->out_w, g->in_w,
             g->in_b, g->out_w, g->out_b, a->q, a->kv, a->att, a->o, ws->dA,
             ws->dB_, ws->dkv, ws->att_scratch, ws->dC, ws->dmt, 0);
     ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
@@ -226,23 +249,24 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, int O,
 
 // Sections 7 and 6 backward: field input F⁰ → B, type embedding, W_g, g,
 // and the summary softmax into R and B; then W_q and qv.
-static void summary_bwd(const clef_kernels *k, clef_head *hd,
-                        const clef_record *r, clef_ws *ws)
+static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
-    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const int Q = ws->Q, O = ws->O, d = c->d, w = c->w, nb = ws->nb;
     const float *dF0 = ws->dF; // (Q, w)
     float *dB = ws->dx;        // (Q, w)
 
     memcpy(dB, dF0, sizeof(float) * (size_t)Q * w);
-    k->scatter_add_rows(Q, r->qtype, w, dF0, G->type_emb);
-    float *sum = ws->dvec; // (w) Σ_q ∂L/∂F⁰_q
-    zero(sum, w);
-    k->colsum(Q, w, dF0, sum);
-    k->gemm_tn(w, d, 1, sum, w, ws->g, d, G->W_g, d, 1); // dW_g += sum gᵀ
-    k->gemm_nn(1, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += W_gᵀ sum
+    k->scatter_add_rows(Q, ws->qtype, w, dF0, G->type_emb);
+    float *sum = ws->dvec; // (nb, w) Σ_{q of record b} ∂L/∂F⁰_q
+    zero(sum, (size_t)nb * w);
+    for (int b = 0; b < nb; b++)
+        k->colsum(ws->q_off[b + 1] - ws->q_off[b], w,
+                  dF0 + (size_t)ws->q_off[b] * w, sum + (size_t)b * w);
+    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, 1); // dW_g += sumᵀ g
+    k->gemm_nn(nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
     float *dS = ws->dxa; // (Q, w)
     zero(dS, (size_t)Q * w);
     ln_bwd(k, Q, w, dF0, &ws->sum, P->sum_w, dS, G->sum_w, G->sum_b);
@@ -261,7 +285,7 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd,
         ws->dalpha[o] = dot;
     }
     zero(ws->ds, O);
-    k->softmax_seg_bwd(Q, r->opt_off, ws->alpha, ws->dalpha, ws->ds);
+    k->softmax_seg_bwd(Q, ws->opt_off, ws->alpha, ws->dalpha, ws->ds);
     const float inv_sqrt_w = 1.f / sqrtf((float)w);
     for (int o = 0; o < O; o++) {
         const float gs = ws->ds[o] * inv_sqrt_w;
@@ -279,17 +303,16 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd,
 }
 
 // Section 4 backward: R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner].
-static void queries_bwd(const clef_kernels *k, clef_head *hd,
-                        const clef_record *r, clef_ws *ws)
+static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
-    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     const float *dR0 = ws->dR; // (O, w)
     k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, 1);
     k->gemm_nn(O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
-    k->gemm_tn(w, d, O, dR0, w, r->lex, d, G->W_l, d, 1);
+    k->gemm_tn(w, d, O, dR0, w, ws->lex, d, G->W_l, d, 1);
     float *Pq = ws->dx; // (Q, w) Σ_{o∈q} dR⁰_o
     zero(Pq, (size_t)Q * w);
     k->scatter_add_rows(O, ws->owner, w, dR0, Pq);
@@ -301,15 +324,14 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd,
 // with D = dMᵀ x̂ (w, d) and c = Σ_t dM_t (w), one T×d×w product gives
 //   dW_m += D ⊙ γ + c βᵀ,  dγ += Σ_j W_m ⊙ D,  dβ += cᵀ W_m,
 // and the span means add dγ += dqv ⊙ q̂v + dctx ⊙ ĉtx + dg ⊙ x̂_{T−1}.
-static void memory_bwd(const clef_kernels *k, clef_head *hd,
-                       const clef_record *r, clef_ws *ws)
+static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
-    const int T = r->T, Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     float *D = ws->dwd, *cs = ws->dvec;
-    k->gemm_tn(w, d, T, ws->dM, w, r->xhat, d, D, d, 0); // D (w, d)
+    k->gemm_tn(w, d, T, ws->dM, w, ws->xhat, d, D, d, 0); // D (w, d)
     zero(cs, w);
     k->colsum(T, w, ws->dM, cs);
     for (int j = 0; j < w; j++) {
@@ -323,44 +345,54 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd,
     }
     for (int q = 0; q < Q; q++)
         for (int i = 0; i < d; i++) {
-            G->hn_w[i] += ws->dqv[(size_t)q * d + i] * r->qvhat[(size_t)q * d + i];
+            G->hn_w[i] += ws->dqv[(size_t)q * d + i] * ws->qvhat[(size_t)q * d + i];
             G->hn_b[i] += ws->dqv[(size_t)q * d + i];
         }
     for (int o = 0; o < O; o++)
         for (int i = 0; i < d; i++) {
             G->hn_w[i] +=
-                ws->dctx[(size_t)o * d + i] * r->ctxhat[(size_t)o * d + i];
+                ws->dctx[(size_t)o * d + i] * ws->ctxhat[(size_t)o * d + i];
             G->hn_b[i] += ws->dctx[(size_t)o * d + i];
         }
-    const float *xlast = r->xhat + (size_t)(T - 1) * d;
-    for (int i = 0; i < d; i++) {
-        G->hn_w[i] += ws->dg[i] * xlast[i];
-        G->hn_b[i] += ws->dg[i];
+    for (int b = 0; b < ws->nb; b++) { // g_b = X at the record's T−1
+        const float *xlast = ws->xhat + (size_t)(ws->t_off[b + 1] - 1) * d;
+        const float *dg = ws->dg + (size_t)b * d;
+        for (int i = 0; i < d; i++) {
+            G->hn_w[i] += dg[i] * xlast[i];
+            G->hn_b[i] += dg[i];
+        }
     }
 }
 
-void clef_head_backward(const clef_kernels *k, clef_head *hd,
-                        const clef_record *r, clef_ws *ws, const float *dz)
+void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                         const float *dz)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
-    const int T = r->T, Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     zero(ws->dM, (size_t)T * w);
     zero(ws->dR, (size_t)O * w);
     zero(ws->dqv, (size_t)Q * d);
-    zero(ws->dg, d);
+    zero(ws->dg, (size_t)ws->nb * d);
 
-    score_bwd(k, hd, r, ws, dz); // → dR, dF = ∂L/∂F̂, dqv, dg
+    score_bwd(k, hd, ws, dz); // → dR, dF = ∂L/∂F̂, dqv, dg
     // field_norm, then the field layers in reverse
     memcpy(ws->dx, ws->dF, sizeof(float) * (size_t)Q * w);
     zero(ws->dF, (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dx, &ws->fnorm, P->fn_w, ws->dF, G->fn_w, G->fn_b);
     for (int j = c->L - 1; j >= 0; j--)
-        field_bwd(k, hd, j, Q, T, ws, ws->dF);
-    summary_bwd(k, hd, r, ws); // dF = ∂L/∂F⁰ → dR, dqv, dg
+        field_bwd(k, hd, j, ws, ws->dF);
+    summary_bwd(k, hd, ws); // dF = ∂L/∂F⁰ → dR, dqv, dg
     for (int i = c->R - 1; i >= 0; i--)
-        route_bwd(k, hd, i, O, T, ws, ws->dR);
-    queries_bwd(k, hd, r, ws);
-    memory_bwd(k, hd, r, ws);
+        route_bwd(k, hd, i, ws, ws->dR);
+    queries_bwd(k, hd, ws);
+    memory_bwd(k, hd, ws);
+}
+
+void clef_head_backward(const clef_kernels *k, clef_head *hd,
+                        const clef_record *r, clef_ws *ws, const float *dz)
+{
+    (void)r; // the record of the last forward on ws
+    clef_batch_backward(k, hd, ws, dz);
 }

@@ -1,6 +1,9 @@
-// The head's forward pass for one record (HEAD.md §5), on any backend.
-// Every activation the backward pass needs is saved in the workspace.
+// The head's forward pass (HEAD.md §5) for a packed batch of records, on
+// any backend. Every activation the backward pass needs is saved in the
+// workspace. Row-wise ops run once over all the batch's rows; attention and
+// the per-question softmaxes run per record.
 #include "acts.h"
+#include "batch.h"
 #include "forward.h"
 
 #include <math.h>
@@ -32,19 +35,32 @@ static void affine_rows(int rows, int n, const float *xhat, const float *gamma,
             y[(size_t)r * n + i] = xhat[(size_t)r * n + i] * gamma[i] + beta[i];
 }
 
-// y (nq, w) = resid + MHA(xq (nq, w), xkv (nk, w)) with packed in_proj.
-// Saves q (nq, w), kv (nk, 2w) = [K | V], att (h, nq, nk), o (nq, w).
-static void mha_fwd(const clef_kernels *k, const clef_config *c, int nq,
-                    int nk, const float *xq, const float *xkv,
+// Which rows of the batch a per-record attention sees: queries from
+// q_off[b], keys from k_off[b], maps at m_off[b].
+typedef struct att_rows {
+    const int *q_off, *k_off;
+    const size_t *m_off;
+} att_rows;
+
+// y (nq, w) = resid + MHA(xq (nq, w), xkv (nk, w)) with packed in_proj, over
+// the whole batch: projections are one GEMM each, attention runs per record.
+// Saves q (nq, w), kv (nk, 2w) = [K | V], att (h, maps), o (nq, w).
+static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
+                    const att_rows *ar, const float *xq, const float *xkv,
                     const float *in_w, const float *in_b, const float *out_w,
                     const float *out_b, float *q, float *kv, float *att,
                     float *o, const float *resid, float *y)
 {
-    const int w = c->w;
+    const int w = c->w, h = c->h, nq = ar->q_off[nb], nk = ar->k_off[nb];
     clef_linear_fwd(k, nq, w, w, xq, in_w, in_b, q);
     clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w, in_b + w, kv);
-    k->attention_fwd(nq, nk, c->h, w / c->h, q, w, kv, 2 * w, kv + w, 2 * w,
-                     att, o, w);
+    for (int b = 0; b < nb; b++) {
+        const int q0 = ar->q_off[b], k0 = ar->k_off[b];
+        const float *kvb = kv + (size_t)k0 * 2 * w;
+        k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
+                         w / h, q + (size_t)q0 * w, w, kvb, 2 * w, kvb + w,
+                         2 * w, att + h * ar->m_off[b], o + (size_t)q0 * w, w);
+    }
     memcpy(y, resid, sizeof(float) * (size_t)nq * w);
     k->gemm_nt(nq, w, w, o, w, out_w, w, y, w, 1);
     k->bias_add(nq, w, out_b, y);
@@ -67,38 +83,47 @@ static void ffn_fwd(const clef_kernels *k, const clef_config *c, int rows,
 
 // ---- the head ----
 
-// Evidence routing layer: options attend to memory, never to each other.
+// Evidence routing layer: options attend to their record's memory, never to
+// each other.
 static void route_fwd(const clef_kernels *k, const clef_config *c,
-                      const clef_route_tensors *p, route_acts *a, int O, int T,
-                      const float *R, const float *M)
+                      const clef_route_tensors *p, route_acts *a, clef_ws *ws,
+                      const float *R)
 {
-    const int w = c->w;
-    ln_fwd(k, T, w, M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
-    ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn); // (O, w)
-    mha_fwd(k, c, O, T, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w, p->out_b,
-            a->q, a->kv, a->att, a->o, R, a->r1);
+    const int w = c->w, O = ws->O, T = ws->T;
+    const att_rows ar = {ws->o_off, ws->t_off, ws->ot_off};
+    ln_fwd(k, T, w, ws->M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
+    ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn);     // (O, w)
+    mha_fwd(k, c, ws->nb, &ar, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w,
+            p->out_b, a->q, a->kv, a->att, a->o, R, a->r1);
     ffn_fwd(k, c, O, a->r1, p->fn_w, p->fn_b, &a->fn, p->ff1_w, p->ff1_b,
             a->h1, a->u, p->ff2_w, p->ff2_b, a->out);
 }
 
-// Pre-norm decoder layer over the Q field slots.
+// Pre-norm decoder layer over the field slots (questions of each record).
 static void field_fwd(const clef_kernels *k, const clef_config *c,
-                      const clef_field_tensors *p, field_acts *a, int Q, int T,
-                      const float *x0, const float *M)
+                      const clef_field_tensors *p, field_acts *a, clef_ws *ws,
+                      const float *x0)
 {
-    const int w = c->w;
+    const int w = c->w, h = c->h, Q = ws->Q;
     ln_fwd(k, Q, w, x0, p->n1_w, p->n1_b, &a->n1);
     // self-attention: Q, K, V from the same normalised stream (Q, 3w)
     clef_linear_fwd(k, Q, 3 * w, w, a->n1.y, p->sa_in_w, p->sa_in_b, a->qkv);
-    k->attention_fwd(Q, Q, c->h, w / c->h, a->qkv, 3 * w, a->qkv + w, 3 * w,
-                     a->qkv + 2 * w, 3 * w, a->sa, a->sa_o, w);
+    for (int b = 0; b < ws->nb; b++) {
+        const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
+        const float *qkv = a->qkv + (size_t)q0 * 3 * w;
+        k->attention_fwd(nq, nq, h, w / h, qkv, 3 * w, qkv + w, 3 * w,
+                         qkv + 2 * w, 3 * w, a->sa + h * ws->qq_off[b],
+                         a->sa_o + (size_t)q0 * w, w);
+    }
     memcpy(a->xa, x0, sizeof(float) * (size_t)Q * w);
     k->gemm_nt(Q, w, w, a->sa_o, w, p->sa_out_w, w, a->xa, w, 1);
     k->bias_add(Q, w, p->sa_out_b, a->xa);
     // cross-attention to the RAW memory M (no norm on the memory side)
+    const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
     ln_fwd(k, Q, w, a->xa, p->n2_w, p->n2_b, &a->n2);
-    mha_fwd(k, c, Q, T, a->n2.y, M, p->ca_in_w, p->ca_in_b, p->ca_out_w,
-            p->ca_out_b, a->qc, a->kvc, a->ca, a->ca_o, a->xa, a->xb);
+    mha_fwd(k, c, ws->nb, &ar, a->n2.y, ws->M, p->ca_in_w, p->ca_in_b,
+            p->ca_out_w, p->ca_out_b, a->qc, a->kvc, a->ca, a->ca_o, a->xa,
+            a->xb);
     ffn_fwd(k, c, Q, a->xb, p->n3_w, p->n3_b, &a->n3, p->l1_w, p->l1_b, a->h1,
             a->u, p->l2_w, p->l2_b, a->out);
 }
@@ -107,21 +132,13 @@ float clef_kappa(float s) { return expf(s < CLEF_LN100 ? s : CLEF_LN100); }
 
 float clef_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 
-static void index_record(const clef_record *r, clef_ws *ws)
-{
-    for (int q = 0; q < r->Q; q++) {
-        for (int o = r->opt_off[q]; o < r->opt_off[q + 1]; o++)
-            ws->owner[o] = q;
-    }
-}
-
 // Section 9: prior, cosine and residual scores → the logits z (O).
-static void score_fwd(const clef_kernels *k, const clef_head *hd,
-                      const clef_record *r, clef_ws *ws, float *z)
+static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
+                      float *z)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
-    const int Q = r->Q, O = r->O, d = c->d, w = c->w;
+    const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     // f_o = F̂[owner(o)] (O, w); n_o = option_norm(R_o) (O, w)
     k->gather_rows(O, ws->owner, w, ws->fnorm.y, ws->fo);
     ln_fwd(k, O, w, ws->R, P->on_w, P->on_b, &ws->onorm);
@@ -143,11 +160,13 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd,
     k->gelu_fwd((size_t)O * w, ws->v1, ws->u1);
     clef_linear_fwd(k, O, 1, w, ws->u1, P->rs3_w, P->rs3_b, ws->res);
     // prior in d-space: κ(s_p) normalize(lex_o) · normalize(qv_q + g)
-    k->normalize_fwd(O, d, CLEF_NORMALIZE_EPS, r->lex, ws->lhat, ws->lnrm);
-    float *anchor = ws->dqv; // scratch (Q, d): qv + g
-    for (int q = 0; q < Q; q++)
+    k->normalize_fwd(O, d, CLEF_NORMALIZE_EPS, ws->lex, ws->lhat, ws->lnrm);
+    float *anchor = ws->dqv; // scratch (Q, d): qv + g of the question's record
+    for (int q = 0; q < Q; q++) {
+        const float *g = ws->g + (size_t)ws->qrec[q] * d;
         for (int i = 0; i < d; i++)
-            anchor[(size_t)q * d + i] = ws->qv[(size_t)q * d + i] + ws->g[i];
+            anchor[(size_t)q * d + i] = ws->qv[(size_t)q * d + i] + g[i];
+    }
     k->normalize_fwd(Q, d, CLEF_NORMALIZE_EPS, anchor, ws->a, ws->anrm);
     const float kp = clef_kappa(*P->prior_scale);
     const float kj = clef_kappa(*P->joint_scale);
@@ -163,24 +182,27 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd,
     }
 }
 
-void clef_head_forward(const clef_kernels *k, const clef_head *hd,
-                       const clef_record *r, clef_ws *ws, float *z)
+void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
+                        const clef_record *const *recs, int n, clef_ws *ws,
+                        float *z)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
-    const int T = r->T, Q = r->Q, O = r->O, d = c->d, w = c->w;
-    index_record(r, ws);
+    clef_batch_index(ws, recs, n);
+    const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
 
     // 1-2. X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); span means and g
-    affine_rows(T, d, r->xhat, P->hn_w, P->hn_b, ws->X);
+    affine_rows(T, d, ws->xhat, P->hn_w, P->hn_b, ws->X);
     k->gemm_nt(T, w, d, ws->X, d, P->W_m, d, ws->M, w, 0);
-    affine_rows(Q, d, r->qvhat, P->hn_w, P->hn_b, ws->qv);   // (Q, d)
-    affine_rows(O, d, r->ctxhat, P->hn_w, P->hn_b, ws->ctx); // (O, d)
-    memcpy(ws->g, ws->X + (size_t)(T - 1) * d, sizeof(float) * d);
+    affine_rows(Q, d, ws->qvhat, P->hn_w, P->hn_b, ws->qv);   // (Q, d)
+    affine_rows(O, d, ws->ctxhat, P->hn_w, P->hn_b, ws->ctx); // (O, d)
+    for (int b = 0; b < n; b++) // g_b = X at the record's own T−1
+        memcpy(ws->g + (size_t)b * d, ws->X + (size_t)(ws->t_off[b + 1] - 1) * d,
+               sizeof(float) * d);
 
     // 4. R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner] (O, w)
     k->gemm_nt(O, w, d, ws->ctx, d, P->W_c, d, ws->r0, w, 0);
-    k->gemm_nt(O, w, d, r->lex, d, P->W_l, d, ws->r0, w, 1);
+    k->gemm_nt(O, w, d, ws->lex, d, P->W_l, d, ws->r0, w, 1);
     k->gemm_nt(Q, w, d, ws->qv, d, P->W_oq, d, ws->qo, w, 0);
     for (int o = 0; o < O; o++)
         for (int i = 0; i < w; i++)
@@ -189,7 +211,7 @@ void clef_head_forward(const clef_kernels *k, const clef_head *hd,
     // 5. evidence routing
     const float *R = ws->r0;
     for (int i = 0; i < c->R; i++) {
-        route_fwd(k, c, &P->route[i], &ws->route[i], O, T, R, ws->M);
+        route_fwd(k, c, &P->route[i], &ws->route[i], ws, R);
         R = ws->route[i].out;
     }
     ws->R = (float *)R;
@@ -205,7 +227,7 @@ void clef_head_forward(const clef_kernels *k, const clef_head *hd,
             dot += ro[i] * bq[i];
         ws->s[o] = dot * inv_sqrt_w;
     }
-    k->softmax_seg_fwd(Q, r->opt_off, ws->s, ws->alpha);
+    k->softmax_seg_fwd(Q, ws->opt_off, ws->s, ws->alpha);
     memset(ws->S, 0, sizeof(float) * (size_t)Q * w);
     for (int o = 0; o < O; o++)
         for (int i = 0; i < w; i++)
@@ -214,23 +236,30 @@ void clef_head_forward(const clef_kernels *k, const clef_head *hd,
 
     // 7. F⁰ = B + LN(S) + W_g g + type_embedding[type] (Q, w)
     ln_fwd(k, Q, w, ws->S, P->sum_w, P->sum_b, &ws->sum);
-    k->gemm_nt(1, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0);
+    k->gemm_nt(n, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0); // (nb, w)
     for (int q = 0; q < Q; q++) {
-        const float *te = P->type_emb + (size_t)r->qtype[q] * w;
+        const float *te = P->type_emb + (size_t)ws->qtype[q] * w;
+        const float *gw = ws->gw + (size_t)ws->qrec[q] * w;
         for (int i = 0; i < w; i++) {
             size_t qi = (size_t)q * w + i;
-            ws->F0[qi] = ws->B[qi] + ws->sum.y[qi] + ws->gw[i] + te[i];
+            ws->F0[qi] = ws->B[qi] + ws->sum.y[qi] + gw[i] + te[i];
         }
     }
 
     // 8. field layers, then F̂ = field_norm(F)
     const float *F = ws->F0;
     for (int j = 0; j < c->L; j++) {
-        field_fwd(k, c, &P->field[j], &ws->field[j], Q, T, F, ws->M);
+        field_fwd(k, c, &P->field[j], &ws->field[j], ws, F);
         F = ws->field[j].out;
     }
     ln_fwd(k, Q, w, F, P->fn_w, P->fn_b, &ws->fnorm);
 
     // 9. logits
-    score_fwd(k, hd, r, ws, z);
+    score_fwd(k, hd, ws, z);
+}
+
+void clef_head_forward(const clef_kernels *k, const clef_head *hd,
+                       const clef_record *r, clef_ws *ws, float *z)
+{
+    clef_batch_forward(k, hd, &r, 1, ws, z);
 }

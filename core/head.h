@@ -129,16 +129,36 @@ int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
                         int V, clef_err *err);
 void clef_record_free(clef_record *r); // frees every member, not r itself
 
-// ---- forward / backward workspace for one record ----
+// ---- forward / backward workspace for a batch of records ----
+// A batch is executed packed (core/acts.h): the workspace is sized by the
+// largest batch totals it will see.
+typedef struct clef_ws_limits {
+    int B;            // records per batch
+    int T, Q, O;      // Σ T_b, Σ Q_b, Σ O_b
+    size_t OT, QT, QQ; // Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b² (attention maps)
+} clef_ws_limits;
 typedef struct clef_ws clef_ws; // opaque: activations saved for backward
+clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l);
+// One record of at most Tmax positions, Qmax questions and Omax options.
 clef_ws *clef_ws_create(const clef_config *c, int Tmax, int Qmax, int Omax);
+// Limits that cover any batch of up to B of these records (the sums of the
+// B largest of each quantity).
+void clef_ws_limits_for(const clef_record *recs, int nrec, int B,
+                        clef_ws_limits *l);
 void clef_ws_free(clef_ws *ws);
 
-// Forward (HEAD.md §5): z (O) = the record's logits. Saves activations in ws.
+// Forward (HEAD.md §5) of a batch: z (Σ O_b) = the records' logits, packed in
+// order. Saves activations in ws.
+void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
+                        const clef_record *const *recs, int n, clef_ws *ws,
+                        float *z);
+// Backward (HEAD.md §7, Appendix A) of the last batch forward on ws, given
+// dz (Σ O_b) = ∂L/∂z: accumulates into hd->grads.
+void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                         const float *dz);
+// The same for one record.
 void clef_head_forward(const clef_kernels *k, const clef_head *hd,
                        const clef_record *r, clef_ws *ws, float *z);
-// Backward (HEAD.md §7, Appendix A) of the last forward on ws, given
-// dz (O) = ∂L/∂z: accumulates into hd->grads.
 void clef_head_backward(const clef_kernels *k, clef_head *hd,
                         const clef_record *r, clef_ws *ws, const float *dz);
 
@@ -159,6 +179,9 @@ void clef_train_opts_default(clef_train_opts *o); // CLI.md defaults
 double clef_record_loss(const clef_kernels *k, const clef_record *r,
                         const float *z, const clef_train_opts *o, int n_q,
                         int n_score, float *p, float *dz);
+// Loss of the last batch forward on ws (logits z, packed): p, dz (Σ O_b).
+double clef_batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
+                       const clef_train_opts *o, float *p, float *dz);
 // Questions with a target in records[0..n) and how many of them are score
 // questions: the normalisers N and N_score of HEAD.md §6.
 void clef_batch_counts(const clef_record *const *recs, int n, int *n_q,

@@ -98,9 +98,11 @@ static void build_layout(const clef_config *c, layout *lo)
 {
     const int d = c->d, w = c->w, f = c->f;
     char p[CLEF_NAME_MAX];
-    add(lo, "prior_logit_scale", 0, 0, 0);
-    add(lo, "joint_logit_scale", 0, 0, 0);
-    add(lo, "residual_gate", 0, 0, 0);
+    // HEAD.md lists the three scalars as [], the reference module stores them
+    // as [1] (see the golden weights): exports use [1], loads accept both.
+    add(lo, "prior_logit_scale", 1, 1, 0);
+    add(lo, "joint_logit_scale", 1, 1, 0);
+    add(lo, "residual_gate", 1, 1, 0);
     add_norm(lo, "", "hidden_norm", d);
     add(lo, "memory_projection.weight", 2, w, d);
     add(lo, "question_projection.weight", 2, w, d);
@@ -320,7 +322,7 @@ void clef_head_init_random(clef_head *hd, uint64_t seed)
         float *x = hd->params + t->offset;
         const char *n = t->name;
         float bound = 0.f;
-        if (t->ndim == 0) {
+        if (i < 3) {
             bound = 0.f; // the three scalars
         } else if (strstr(n, "norm")) {
             float v = ends_with(n, ".weight") ? 1.f : 0.f; // LayerNorm

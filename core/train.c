@@ -1,5 +1,6 @@
 // Loss, one training update and AdamW (HEAD.md §6, §8).
 #include "acts.h"
+#include "batch.h"
 #include "head.h"
 
 #include <math.h>
@@ -60,6 +61,39 @@ double clef_record_loss(const clef_kernels *k, const clef_record *r,
     return loss;
 }
 
+// The loss kernel over the packed batch: one call, batch-global offsets.
+static double batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
+                         const clef_train_opts *o, int n_q, int n_score,
+                         float *p, float *dz)
+{
+    if (!ws->all_targets || n_q == 0) {
+        k->softmax_seg_fwd(ws->Q, ws->opt_off, z, p);
+        memset(dz, 0, sizeof(float) * ws->O);
+        return 0.0;
+    }
+    clef_loss_args a = {
+        .smoothing = (float)o->smoothing,
+        .brier = (float)o->brier,
+        .ordinal = (float)o->ordinal,
+        .inv_n = (float)(1.0 / n_q),
+        .inv_nscore = n_score ? (float)(1.0 / n_score) : 0.f,
+    };
+    double loss = 0.0;
+    k->loss(ws->Q, ws->opt_off, ws->is_score, z, ws->target, &a, p, dz, &loss);
+    return loss;
+}
+
+double clef_batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
+                       const clef_train_opts *o, float *p, float *dz)
+{
+    int n_q = 0, n_score = 0;
+    for (int q = 0; q < ws->Q; q++) {
+        n_q++;
+        n_score += ws->is_score[q];
+    }
+    return batch_loss(k, ws, z, o, n_q, n_score, p, dz);
+}
+
 double clef_grad_norm(const clef_head *hd)
 {
     double s = 0.0;
@@ -103,6 +137,16 @@ static void clip_grads(clef_head *hd, double max_norm)
         hd->grads[i] *= c;
 }
 
+// The longest prefix of recs (at least 1) that fits the workspace.
+static int fitting_prefix(const clef_ws *ws, const clef_record *const *recs,
+                          int n)
+{
+    int m = n;
+    while (m > 1 && !clef_batch_fits(ws, recs, m))
+        m--;
+    return m;
+}
+
 double clef_train_step(const clef_kernels *k, clef_head *hd,
                        const clef_record *const *recs, int n, clef_ws *ws,
                        const clef_train_opts *o)
@@ -111,11 +155,15 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     clef_batch_counts(recs, n, &n_q, &n_score);
     memset(hd->grads, 0, sizeof(float) * hd->nparams);
     double loss = 0.0;
-    for (int b = 0; b < n; b++) {
-        const clef_record *r = recs[b];
-        clef_head_forward(k, hd, r, ws, ws->z);
-        loss += clef_record_loss(k, r, ws->z, o, n_q, n_score, ws->p, ws->dz);
-        clef_head_backward(k, hd, r, ws, ws->dz);
+    // One packed pass when the batch fits the workspace; otherwise packed
+    // sub-batches in order. Backward accumulates and the loss is normalised
+    // by the whole batch's N, so both compute the same update.
+    for (int b = 0; b < n;) {
+        int m = fitting_prefix(ws, recs + b, n - b);
+        clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
+        loss += batch_loss(k, ws, ws->z, o, n_q, n_score, ws->p, ws->dz);
+        clef_batch_backward(k, hd, ws, ws->dz);
+        b += m;
     }
     if (o->max_grad_norm > 0)
         clip_grads(hd, o->max_grad_norm);

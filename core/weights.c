@@ -200,8 +200,11 @@ static int check_tensor(const clef_st_file *f, const clef_tensor_info *ti,
         t->dtype != CLEF_DT_BF16)
         return clef_err_input(err, f->path, NULL, field,
                               "dtype must be F32, F16 or BF16");
+    // The three head scalars (the first three tensors) are stored [1] by the
+    // reference module; [] is accepted for them too.
+    const int scalar = ti->offset < 3;
     int ok;
-    if (ti->ndim == 0) // a scalar: [] or [1]
+    if (scalar)
         ok = t->ndim == 0 || (t->ndim == 1 && t->shape[0] == 1);
     else
         ok = t->ndim == ti->ndim && t->shape[0] == ti->shape[0] &&
@@ -210,7 +213,7 @@ static int check_tensor(const clef_st_file *f, const clef_tensor_info *ti,
         shape_text(got, sizeof(got), t->ndim, t->shape);
         return clef_err_input(err, f->path, NULL, field,
                               "shape %s, expected %s%s", got, want,
-                              ti->ndim == 0 ? " (or [1])" : "");
+                              scalar ? " (or [])" : "");
     }
     *out = t;
     return 0;

@@ -1,5 +1,5 @@
 // The per-record workspace: every activation the backward pass needs and its
-// scratch, carved from one arena sized for (Tmax, Qmax, Omax). Allocated once
+// scratch, carved from one arena sized by clef_ws_limits. Allocated once
 // and reused for every record and step: no allocation in the update loop.
 #include "acts.h"
 
@@ -34,13 +34,20 @@ static size_t max3(size_t a, size_t b, size_t c)
 static void carve(clef_ws *ws, arena *a)
 {
     const clef_config *c = &ws->cfg;
-    const size_t T = ws->Tmax, Q = ws->Qmax, O = ws->Omax;
+    const clef_ws_limits *l = &ws->lim;
+    const size_t T = l->T, Q = l->Q, O = l->O, B = l->B;
+    const size_t OT = l->OT, QT = l->QT, QQ = l->QQ;
     const size_t d = c->d, w = c->w, f = c->f, h = c->h;
+    ws->xhat_b = take(a, B > 1 ? T * d : 0);
+    ws->qvhat_b = take(a, B > 1 ? Q * d : 0);
+    ws->ctxhat_b = take(a, B > 1 ? O * d : 0);
+    ws->lex_b = take(a, B > 1 ? O * d : 0);
+    ws->target = take(a, O);
     ws->X = take(a, T * d);
     ws->M = take(a, T * w);
     ws->qv = take(a, Q * d);
     ws->ctx = take(a, O * d);
-    ws->g = take(a, d);
+    ws->g = take(a, B * d);
     ws->qo = take(a, Q * w);
     ws->r0 = take(a, O * w);
     for (int i = 0; i < c->R; i++) {
@@ -49,7 +56,7 @@ static void carve(clef_ws *ws, arena *a)
         r->kv = take(a, T * 2 * w);
         take_ln(a, &r->qn, O, w);
         r->q = take(a, O * w);
-        r->att = take(a, h * O * T);
+        r->att = take(a, h * OT);
         r->o = take(a, O * w);
         r->r1 = take(a, O * w);
         take_ln(a, &r->fn, O, w);
@@ -62,19 +69,19 @@ static void carve(clef_ws *ws, arena *a)
     ws->alpha = take(a, O);
     ws->S = take(a, Q * w);
     take_ln(a, &ws->sum, Q, w);
-    ws->gw = take(a, w);
+    ws->gw = take(a, B * w);
     ws->F0 = take(a, Q * w);
     for (int j = 0; j < c->L; j++) {
         field_acts *l = &ws->field[j];
         take_ln(a, &l->n1, Q, w);
         l->qkv = take(a, Q * 3 * w);
-        l->sa = take(a, h * Q * Q);
+        l->sa = take(a, h * QQ);
         l->sa_o = take(a, Q * w);
         l->xa = take(a, Q * w);
         take_ln(a, &l->n2, Q, w);
         l->qc = take(a, Q * w);
         l->kvc = take(a, T * 2 * w);
-        l->ca = take(a, h * Q * T);
+        l->ca = take(a, h * QT);
         l->ca_o = take(a, Q * w);
         l->xb = take(a, Q * w);
         take_ln(a, &l->n3, Q, w);
@@ -117,9 +124,9 @@ static void carve(clef_ws *ws, arena *a)
     ws->dx = take(a, Q * w);
     ws->dqv = take(a, Q * d);
     ws->dctx = take(a, O * d);
-    ws->dg = take(a, d);
+    ws->dg = take(a, B * d);
     ws->dsum = take(a, (Q > 1 ? Q : 1) * (w > d ? w : d));
-    ws->att_scratch = take(a, rows * (T > Q ? T : Q));
+    ws->att_scratch = take(a, max3(OT, QT, QQ));
     ws->dcos = take(a, O);
     ws->dres = take(a, O);
     ws->dalpha = take(a, O);
@@ -127,22 +134,35 @@ static void carve(clef_ws *ws, arena *a)
     ws->dxa = take(a, Q * w);
     ws->dxb = take(a, Q * w);
     ws->dwd = take(a, w * d);
-    ws->dvec = take(a, w > d ? w : d);
+    ws->dvec = take(a, B * w > d ? B * w : d);
 }
 
-clef_ws *clef_ws_create(const clef_config *c, int Tmax, int Qmax, int Omax)
+clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
 {
     clef_ws *ws = calloc(1, sizeof(*ws));
     if (!ws)
         return NULL;
     ws->cfg = *c;
-    ws->Tmax = Tmax;
-    ws->Qmax = Qmax;
-    ws->Omax = Omax;
+    ws->lim = *l;
+    if (ws->lim.B < 1)
+        ws->lim.B = 1;
+    const int B = ws->lim.B, Q = l->Q > 0 ? l->Q : 1, O = l->O > 0 ? l->O : 1;
     ws->route = calloc(c->R ? c->R : 1, sizeof(*ws->route));
     ws->field = calloc(c->L ? c->L : 1, sizeof(*ws->field));
-    ws->owner = calloc(Omax, sizeof(int));
-    if (!ws->route || !ws->field || !ws->owner)
+    ws->owner = calloc(O, sizeof(int));
+    ws->t_off = calloc(B + 1, sizeof(int));
+    ws->q_off = calloc(B + 1, sizeof(int));
+    ws->o_off = calloc(B + 1, sizeof(int));
+    ws->ot_off = calloc(B + 1, sizeof(size_t));
+    ws->qt_off = calloc(B + 1, sizeof(size_t));
+    ws->qq_off = calloc(B + 1, sizeof(size_t));
+    ws->qrec = calloc(Q, sizeof(int));
+    ws->qtype = calloc(Q, sizeof(int));
+    ws->is_score = calloc(Q, sizeof(int));
+    ws->opt_off = calloc(Q + 1, sizeof(int));
+    if (!ws->route || !ws->field || !ws->owner || !ws->t_off || !ws->q_off ||
+        !ws->o_off || !ws->ot_off || !ws->qt_off || !ws->qq_off ||
+        !ws->qrec || !ws->qtype || !ws->is_score || !ws->opt_off)
         goto fail;
     arena sizing = {NULL, 0};
     carve(ws, &sizing);
@@ -158,6 +178,58 @@ fail:
     return NULL;
 }
 
+clef_ws *clef_ws_create(const clef_config *c, int Tmax, int Qmax, int Omax)
+{
+    clef_ws_limits l = {
+        .B = 1, .T = Tmax, .Q = Qmax, .O = Omax,
+        .OT = (size_t)Omax * Tmax, .QT = (size_t)Qmax * Tmax,
+        .QQ = (size_t)Qmax * Qmax,
+    };
+    return clef_ws_create_limits(c, &l);
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x < y) - (x > y);
+}
+
+// Σ of the B largest values of v (n): sorts v.
+static size_t sum_largest(size_t *v, int n, int B)
+{
+    qsort(v, n, sizeof(*v), cmp_desc);
+    size_t s = 0;
+    for (int i = 0; i < n && i < B; i++)
+        s += v[i];
+    return s;
+}
+
+void clef_ws_limits_for(const clef_record *recs, int nrec, int B,
+                        clef_ws_limits *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->B = B < 1 ? 1 : (B < nrec ? B : (nrec > 0 ? nrec : 1));
+    size_t *v = malloc(sizeof(size_t) * (nrec > 0 ? nrec : 1));
+    if (!v)
+        return;
+#define LIMIT(field, expr)                                                     \
+    do {                                                                       \
+        for (int i = 0; i < nrec; i++) {                                       \
+            const clef_record *r = &recs[i];                                   \
+            v[i] = (size_t)(expr);                                             \
+        }                                                                      \
+        l->field = sum_largest(v, nrec, l->B);                                 \
+    } while (0)
+    LIMIT(T, r->T);
+    LIMIT(Q, r->Q);
+    LIMIT(O, r->O);
+    LIMIT(OT, (size_t)r->O * r->T);
+    LIMIT(QT, (size_t)r->Q * r->T);
+    LIMIT(QQ, (size_t)r->Q * r->Q);
+#undef LIMIT
+    free(v);
+}
+
 void clef_ws_free(clef_ws *ws)
 {
     if (!ws)
@@ -166,5 +238,15 @@ void clef_ws_free(clef_ws *ws)
     free(ws->route);
     free(ws->field);
     free(ws->owner);
+    free(ws->t_off);
+    free(ws->q_off);
+    free(ws->o_off);
+    free(ws->ot_off);
+    free(ws->qt_off);
+    free(ws->qq_off);
+    free(ws->qrec);
+    free(ws->qtype);
+    free(ws->is_score);
+    free(ws->opt_off);
     free(ws);
 }

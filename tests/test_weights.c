@@ -97,7 +97,7 @@ static raw_tensor *raw_add(raw_file *rf, const char *name, const char *dtype,
     return t;
 }
 
-// Every tensor of a head as F32, with a head's own shapes (scalars as []).
+// Every tensor of a head as F32, with a head's own shapes (scalars as [1]).
 static void raw_from_head(raw_file *rf, const clef_head *hd, const char *prefix,
                           const float *base)
 {
@@ -441,11 +441,9 @@ static void edit_scalar_shape(raw_file *rf)
     t->shape[1] = 1;
 }
 
-static void edit_scalar_as_1(raw_file *rf)
+static void edit_scalar_as_0d(raw_file *rf)
 {
-    raw_tensor *t = raw_find(rf, "prior_logit_scale");
-    t->ndim = 1;
-    t->shape[0] = 1;
+    raw_find(rf, "prior_logit_scale")->ndim = 0;
 }
 
 static void edit_bias_as_scalar(raw_file *rf)
@@ -497,7 +495,7 @@ Test(weights, clean_file_loads)
     cr_assert_eq(clef_weights_load(p, 2, &b, &err), 0, "%s", err.msg);
     cr_assert_eq(memcmp(a.params, b.params, 4 * a.nparams), 0);
     clef_head_free(&b);
-    edit_scalar_as_1(rf); // [1] is accepted for a scalar
+    edit_scalar_as_0d(rf); // [] is accepted for a scalar
     raw_write(rf, p);
     cr_assert_eq(clef_weights_load(p, 2, &b, &err), 0, "%s", err.msg);
     cr_assert_eq(memcmp(a.params, b.params, 4 * a.nparams), 0);
@@ -526,7 +524,7 @@ Test(weights, reject_wrong_shape)
     bad_weights(edit_type_rows, 1, "tensor type_embedding.weight",
                 "shape [2, 4], expected [3, 4]");
     bad_weights(edit_scalar_shape, 1, "tensor joint_logit_scale",
-                "shape [1, 1], expected [] (or [1])");
+                "shape [1, 1], expected [1] (or [])");
     bad_weights(edit_bias_as_scalar, 1, "tensor residual_scorer.3.bias",
                 "shape [], expected [1]");
 }

@@ -1,0 +1,12 @@
+// Packing a batch of records into a workspace (private to core/).
+#ifndef CLEF_BATCH_H
+#define CLEF_BATCH_H
+
+#include "head.h"
+
+// 1 when the n records fit the workspace's limits as one packed batch.
+int clef_batch_fits(const clef_ws *ws, const clef_record *const *recs, int n);
+// Fills the workspace's batch index and packed record constants.
+void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n);
+
+#endif
