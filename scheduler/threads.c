@@ -1,0 +1,92 @@
+#include "threads.h"
+
+#include <hwloc.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int env_count(const char *name)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return 0;
+    char *end;
+    long v = strtol(s, &end, 10); // OMP_NUM_THREADS may be a list: first value
+    if (end == s || v < 1 || v > 4096)
+        return 0;
+    return (int)v;
+}
+
+static int physical_cores(void)
+{
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0)
+        return 1;
+    int n = 1;
+    if (hwloc_topology_load(topo) == 0) {
+        int cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        n = cores > 0 ? cores : 1;
+    }
+    hwloc_topology_destroy(topo);
+    return n;
+}
+
+int clef_threads_resolve(int requested, const char **source)
+{
+    const char *src = "--threads";
+    int n = requested > 0 ? requested : 0;
+    if (!n && (n = env_count("CLEF_NUM_THREADS")))
+        src = "CLEF_NUM_THREADS";
+    if (!n && (n = env_count("OMP_NUM_THREADS")))
+        src = "OMP_NUM_THREADS";
+    if (!n) {
+        n = physical_cores();
+        src = "hwloc physical cores";
+    }
+    if (source)
+        *source = src;
+    return n;
+}
+
+static int verbose(void)
+{
+    const char *v = getenv("CLEF_VERBOSE");
+    return v && *v && *v != '0';
+}
+
+// Binds each OpenMP thread of a team of n to one physical core.
+static void bind_threads(int n)
+{
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) != 0)
+        return;
+    if (hwloc_topology_load(topo) != 0)
+        goto out;
+    int cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    if (cores < 1)
+        goto out;
+    int failed = 0;
+#pragma omp parallel num_threads(n) reduction(+ : failed)
+    {
+        int i = omp_get_thread_num();
+        hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, i % cores);
+        if (!core || hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD))
+            failed++;
+    }
+    if (verbose())
+        fprintf(stderr, "clef: %d threads bound to %d physical cores%s\n", n,
+                cores, failed ? " (binding refused for some threads)" : "");
+out:
+    hwloc_topology_destroy(topo);
+}
+
+int clef_threads_setup(int requested)
+{
+    const char *src;
+    int n = clef_threads_resolve(requested, &src);
+    omp_set_num_threads(n);
+    if (verbose())
+        fprintf(stderr, "clef: threads %d (from %s)\n", n, src);
+    bind_threads(n);
+    return n;
+}
