@@ -1,0 +1,248 @@
+// Packed batches and threads: a batch computed packed agrees with the same
+// records computed one by one, a batch too large for its workspace is split
+// into packed sub-batches with the same update, and with a fixed backend the
+// weights after training are byte-identical for any thread count.
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "head.h"
+#include "ref_head.h"
+#include "registry.h"
+#include "util.h"
+
+#define NREC 5
+// Records of different geometry: T, and per question a type and option count.
+static const int rec_T[NREC] = {9, 4, 13, 1, 7};
+static const int rec_Q[NREC] = {3, 1, 2, 2, 4};
+static const int rec_types[NREC][4] = {
+    {0, 2, 1}, {1}, {2, 1}, {0, 1}, {1, 1, 2, 0}};
+static const int rec_nopt[NREC][4] = {
+    {2, 3, 4}, {1}, {5, 2}, {2, 3}, {2, 1, 3, 2}};
+
+typedef struct fixture {
+    clef_config cfg;
+    clef_head hd;
+    clef_record recs[NREC];
+    const clef_record *ptr[NREC];
+    float *E;
+    int V;
+} fixture;
+
+// The small head, or (big) one whose memory GEMMs are large enough (over 4
+// MFLOP) that the ISA kernels really split them across threads.
+static const int big_T[NREC] = {300, 257, 64, 17, 200};
+
+static void fixture_init_size(fixture *f, uint64_t seed, int big)
+{
+    memset(f, 0, sizeof(*f));
+    f->cfg = big ? (clef_config){.d = 136, .w = 128, .h = 4, .f = 200, .R = 1, .L = 1}
+                 : (clef_config){.d = 6, .w = 8, .h = 2, .f = 12, .R = 2, .L = 2};
+    clef_err err = {0};
+    cr_assert_eq(clef_head_alloc(&f->hd, &f->cfg, &err), 0, "%s", err.msg);
+    clef_head_init_random(&f->hd, seed);
+    uint64_t rng = seed * 7919 + 1;
+    // move every tensor off its init value (LayerNorms, zero biases, scalars)
+    for (size_t i = 0; i < f->hd.nparams; i++)
+        f->hd.params[i] += 0.05f * (float)(clef_test_rand_unit(&rng) - 0.5);
+    f->V = 11;
+    f->E = clef_test_falloc((size_t)f->V * f->cfg.d);
+    clef_test_fill_normal(f->E, (size_t)f->V * f->cfg.d, 0.f, 1.f, &rng);
+    for (int b = 0; b < NREC; b++) {
+        int soft[4] = {b & 1, 0, 1, 0};
+        clef_test_random_record(&f->recs[b], big ? big_T[b] : rec_T[b], f->cfg.d, rec_Q[b],
+                                rec_types[b], rec_nopt[b], soft, f->V, &rng);
+        cr_assert_eq(clef_record_prepare(&clef_scalar_kernels, &f->recs[b],
+                                         f->E, f->V, &err),
+                     0, "%s", err.msg);
+        f->ptr[b] = &f->recs[b];
+    }
+}
+
+static void fixture_init(fixture *f, uint64_t seed)
+{
+    fixture_init_size(f, seed, 0);
+}
+
+static void fixture_free(fixture *f)
+{
+    for (int b = 0; b < NREC; b++)
+        clef_record_free(&f->recs[b]);
+    free(f->E);
+    clef_head_free(&f->hd);
+}
+
+static clef_train_opts opts(void)
+{
+    clef_train_opts o;
+    clef_train_opts_default(&o);
+    o.lr = 1e-2;
+    o.smoothing = 0.1;
+    o.brier = 0.25;
+    o.ordinal = 0.3;
+    return o;
+}
+
+// |a − b| ≤ 1e-5 · max(|b|, scale) element by element.
+static void expect_close_rel(const char *what, const float *a, const float *b,
+                             size_t n, double scale)
+{
+    for (size_t i = 0; i < n; i++) {
+        double tol = 1e-5 * fmax(fabs(b[i]), scale);
+        cr_expect(fabs((double)a[i] - b[i]) <= tol,
+                  "%s[%zu]: packed %.9g, one by one %.9g", what, i, a[i], b[i]);
+    }
+}
+
+Test(batch, packed_logits_equal_record_by_record)
+{
+    fixture f;
+    fixture_init(&f, 3);
+    clef_ws_limits lim;
+    clef_ws_limits_for(f.recs, NREC, NREC, &lim);
+    clef_ws *big = clef_ws_create_limits(&f.cfg, &lim);
+    clef_ws_limits_for(f.recs, NREC, 1, &lim);
+    clef_ws *one = clef_ws_create_limits(&f.cfg, &lim);
+    cr_assert(big && one);
+    int O = 0;
+    for (int b = 0; b < NREC; b++)
+        O += f.recs[b].O;
+    float *zb = clef_test_falloc(O), *z1 = clef_test_falloc(O);
+    clef_batch_forward(&clef_scalar_kernels, &f.hd, f.ptr, NREC, big, zb);
+    for (int b = 0, o = 0; b < NREC; o += f.recs[b].O, b++)
+        clef_head_forward(&clef_scalar_kernels, &f.hd, f.ptr[b], one, z1 + o);
+    expect_close_rel("logit", zb, z1, O, 1e-3);
+    free(zb);
+    free(z1);
+    clef_ws_free(big);
+    clef_ws_free(one);
+    fixture_free(&f);
+}
+
+// The same update three ways: one packed batch of all records, packed
+// sub-batches (a workspace that fits fewer records), and a workspace that
+// fits one record at a time. Gradients and weights agree within 1e-5.
+Test(batch, packed_update_equals_sub_batches)
+{
+    fixture a, b;
+    fixture_init(&a, 5);
+    fixture_init(&b, 5);
+    clef_train_opts o = opts();
+    clef_ws_limits lim;
+    clef_ws_limits_for(a.recs, NREC, NREC, &lim);
+    clef_ws *big = clef_ws_create_limits(&a.cfg, &lim);
+    clef_ws_limits_for(b.recs, NREC, 1, &lim);
+    clef_ws *one = clef_ws_create_limits(&b.cfg, &lim);
+    double la = clef_train_step(&clef_scalar_kernels, &a.hd, a.ptr, NREC, big, &o);
+    double lb = clef_train_step(&clef_scalar_kernels, &b.hd, b.ptr, NREC, one, &o);
+    cr_expect(fabs(la - lb) <= 1e-5 * fabs(lb), "loss %.9g vs %.9g", la, lb);
+    // Packed and sequential sums add the records' contributions in another
+    // order: the difference is a few FLT_EPSILON of the magnitudes summed,
+    // which are of the order of the largest gradient, so small gradients are
+    // compared against 1e-2 of it.
+    double gscale = clef_test_max_abs(b.hd.grads, b.hd.nparams);
+    expect_close_rel("grad", a.hd.grads, b.hd.grads, a.hd.nparams, 1e-2 * gscale);
+    expect_close_rel("param", a.hd.params, b.hd.params, a.hd.nparams, 1e-3);
+    clef_ws_free(big);
+    clef_ws_free(one);
+    fixture_free(&a);
+    fixture_free(&b);
+}
+
+// The batch loss is the mean over all of its questions: a batch of two
+// records is not the mean of the two records' losses when their question
+// counts differ.
+Test(batch, loss_is_mean_over_all_questions_of_the_batch)
+{
+    fixture f;
+    fixture_init(&f, 9);
+    clef_train_opts o = opts();
+    o.smoothing = o.brier = o.ordinal = 0; // plain cross-entropy
+    clef_ws_limits lim;
+    clef_ws_limits_for(f.recs, NREC, 2, &lim);
+    clef_ws *ws = clef_ws_create_limits(&f.cfg, &lim);
+    const clef_record *pair[2] = {f.ptr[0], f.ptr[2]}; // 3 and 2 questions
+    float z[64], p[64], dz[64];
+    clef_batch_forward(&clef_scalar_kernels, &f.hd, pair, 2, ws, z);
+    double loss = clef_batch_loss(&clef_scalar_kernels, ws, z, &o, p, dz);
+    double want = 0;
+    int nq = 0, off = 0;
+    for (int r = 0; r < 2; r++) {
+        for (int q = 0; q < pair[r]->Q; q++, nq++) {
+            for (int i = pair[r]->opt_off[q]; i < pair[r]->opt_off[q + 1]; i++)
+                want -= pair[r]->target[i] * log(p[off + i]);
+        }
+        off += pair[r]->O;
+    }
+    want /= nq;
+    cr_expect(fabs(loss - want) <= 64 * FLT_EPSILON * fabs(want),
+              "batch loss %.9g, mean over %d questions %.9g", loss, nq, want);
+    clef_ws_free(ws);
+    fixture_free(&f);
+}
+
+// Trains `steps` updates of batch 2 with n threads; returns the weights.
+static float *train_with_threads(const clef_kernels *k, int threads, int steps,
+                                 int big)
+{
+    fixture f;
+    fixture_init_size(&f, 17, big);
+    clef_train_opts o = opts();
+    clef_ws_limits lim;
+    clef_ws_limits_for(f.recs, NREC, 2, &lim);
+    clef_ws *ws = clef_ws_create_limits(&f.cfg, &lim);
+    omp_set_num_threads(threads);
+    for (int s = 0; s < steps; s++) {
+        int b = (2 * s) % (NREC - 1);
+        clef_train_step(k, &f.hd, f.ptr + b, 2, ws, &o);
+    }
+    float *w = clef_test_falloc(f.hd.nparams);
+    memcpy(w, f.hd.params, sizeof(float) * f.hd.nparams);
+    clef_ws_free(ws);
+    fixture_free(&f);
+    return w;
+}
+
+static void check_thread_invariance(const char *backend)
+{
+    const clef_backend *be = clef_backend_find(backend);
+    cr_assert_not_null(be, "backend %s not registered", backend);
+    const char *why = clef_backend_unavailable(be);
+    if (why)
+        cr_skip_test("backend %s: %s", backend, why);
+    const int counts[] = {1, 2, 3, 8}; // 8 > the cores of a 2-core machine
+    const int before = omp_get_max_threads();
+    // the scalar reference is single-threaded: the small head is enough
+    const int big = strcmp(backend, "scalar") != 0;
+    float *ref = train_with_threads(be->table, 1, 6, big);
+    fixture f;
+    fixture_init_size(&f, 17, big);
+    size_t n = f.hd.nparams;
+    fixture_free(&f);
+    for (size_t c = 1; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        float *w = train_with_threads(be->table, counts[c], 6, big);
+        cr_expect_eq(memcmp(ref, w, sizeof(float) * n), 0,
+                     "%s: weights after 6 updates differ between 1 and %d threads",
+                     backend, counts[c]);
+        free(w);
+    }
+    free(ref);
+    omp_set_num_threads(before);
+}
+
+Test(batch, weights_identical_for_any_thread_count_scalar)
+{
+    check_thread_invariance("scalar");
+}
+
+Test(batch, weights_identical_for_any_thread_count_avx2)
+{
+    check_thread_invariance("avx2");
+}
+
+Test(batch, weights_identical_for_any_thread_count_avx512)
+{
+    check_thread_invariance("avx512");
+}
