@@ -3,17 +3,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <omp.h>
-
 #include "cli.h"
+#include "scheduler/cpu.h"
+#include "scheduler/dispatch.h"
 #include "registry.h"
+#include "scheduler/threads.h"
 
-int cli_kernels(const char *name, const clef_kernels **k, clef_err *err)
+// `auto`: per op, the best kernel this CPU runs under CLEF_MAX_ISA
+// (scheduler/dispatch.h), unless the registry names an "auto" of its own.
+static int auto_kernels(clef_kernels *out, clef_err *err)
+{
+    char why[256] = "";
+    if (clef_dispatch_build(out, clef_isa_level(), "auto", why, sizeof(why)))
+        return clef_err_input(err, NULL, NULL, "--backend",
+                              "auto: no kernel table: %s", why);
+    return 0;
+}
+
+int cli_kernels(const char *name, clef_kernels *out, clef_err *err)
 {
     const clef_backend *b = clef_backend_find(name);
-    // `auto` until the registry names one: the scalar reference.
     if (!b && !strcmp(name, "auto"))
-        b = clef_backend_find("scalar");
+        return auto_kernels(out, err);
     if (!b)
         return clef_err_input(err, NULL, NULL, "--backend",
                               "unknown backend \"%s\" (see clef --version)",
@@ -27,23 +38,21 @@ int cli_kernels(const char *name, const clef_kernels **k, clef_err *err)
                               "backend \"%s\" lacks op %s in this build", name,
                               clef_op_names[clef_kernels_first_missing(
                                   b->table)]);
-    *k = b->table;
+    *out = *b->table;
     return 0;
 }
 
+// The count in use, set once by cli_set_threads (0: not yet).
+static int threads_in_use;
+
 void cli_set_threads(int n)
 {
-    if (n <= 0) {
-        const char *s = getenv("CLEF_NUM_THREADS");
-        n = s ? atoi(s) : 0;
-    }
-    if (n > 0)
-        omp_set_num_threads(n);
+    threads_in_use = clef_threads_setup(n);
 }
 
 int cli_threads(void)
 {
-    return omp_get_max_threads();
+    return threads_in_use ? threads_in_use : clef_threads_resolve(0, NULL);
 }
 
 void cli_print_backends(void)

@@ -41,10 +41,11 @@ int cli_fail(const char *cmd, const clef_err *err);
 int cli_wants_help(int argc, char **argv);
 
 // ---- kernels (cli/backend.c) ----
-// The kernels for --backend NAME ("auto", "scalar", ...). Usage error (2) for
-// an unknown or unavailable backend.
-int cli_kernels(const char *name, const clef_kernels **k, clef_err *err);
-// Sets the thread count (0: leave the default).
+// The kernels for --backend NAME ("auto", "scalar", ...) copied into out.
+// Usage error (2) for an unknown or unavailable backend.
+int cli_kernels(const char *name, clef_kernels *out, clef_err *err);
+// Sets the thread count: --threads n, or (n <= 0) CLEF_NUM_THREADS,
+// OMP_NUM_THREADS, the physical cores (scheduler/threads.h).
 void cli_set_threads(int n);
 int cli_threads(void);
 // Prints the backends this build carries ("kernels: ...").

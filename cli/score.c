@@ -106,8 +106,9 @@ int cli_score(int argc, char **argv)
     }
     score_opts o;
     clef_err err = {0};
-    const clef_kernels *k = NULL;
-    if (parse(argc, argv, &o, &err) || cli_kernels(o.backend, &k, &err))
+    clef_kernels ktab;
+    const clef_kernels *k = &ktab;
+    if (parse(argc, argv, &o, &err) || cli_kernels(o.backend, &ktab, &err))
         return cli_fail("score", &err);
     cli_set_threads(o.threads);
     clef_package pkg;

@@ -18,6 +18,7 @@
 typedef struct train_run {
     train_cfg c;
     clef_train_opts o;
+    clef_kernels ktab; // --backend's table
     const clef_kernels *k;
     clef_package pkg;
     clef_head hd;
@@ -104,8 +105,9 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
 {
     int rc;
     if ((rc = cli_train_parse(argc, argv, &t->c, err)) ||
-        (rc = cli_kernels(t->c.backend, &t->k, err)))
+        (rc = cli_kernels(t->c.backend, &t->ktab, err)))
         return rc;
+    t->k = &t->ktab;
     const train_cfg *c = &t->c;
     cli_set_threads(c->threads);
     cli_train_opts(c, &t->o);
