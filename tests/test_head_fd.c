@@ -29,6 +29,8 @@
 //       scale. A single gradient element off by 5e-4 relative fails.
 //       With CLEF_TEST_FD_REPORT set, prints the worst error of every tensor
 //       in units of FLT_EPSILON · scale.
+//   gradient_kappa_clamped_b: the same with s_p, s_j above ln 100, where
+//       κ = 100 and both scales must get exactly 0 gradient.
 //   invariants_*: HEAD.md §7 on the analytic gradient: residual_scorer.3.bias
 //       is 0 and rows of type_embedding, layers.*.linear2.bias and
 //       layers.*.*.out_proj.bias sum to 0 along w (see the tolerances there).
@@ -99,7 +101,24 @@ static void perturb(clef_head *hd, uint64_t *rng)
     }
 }
 
-static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed)
+// Tensor `name` inside buf (hd->params or hd->grads).
+static float *tensor_in(const clef_head *hd, float *buf, const char *name)
+{
+    int i = clef_head_find(hd, name);
+    cr_assert_geq(i, 0, "no tensor %s", name);
+    return buf + hd->tensors[i].offset;
+}
+
+// Sets scalar tensor `name` to v.
+static void set_scalar(clef_head *hd, const char *name, float v)
+{
+    *tensor_in(hd, hd->params, name) = v;
+}
+
+// saturate: s_p = 4.8 and s_j = 5 (both above ln 100 ≈ 4.605), where κ is
+// clamped and its gradient must be 0.
+static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
+                         int saturate)
 {
     memset(c, 0, sizeof(*c));
     uint64_t rng = seed;
@@ -107,6 +126,10 @@ static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed)
     cr_assert_eq(clef_head_alloc(&c->hd, cfg, &err), CLEF_OK, "%s", err.msg);
     clef_head_init_random(&c->hd, seed);
     perturb(&c->hd, &rng);
+    if (saturate) {
+        set_scalar(&c->hd, "prior_logit_scale", 4.8f);
+        set_scalar(&c->hd, "joint_logit_scale", 5.0f);
+    }
 
     const int T = 9, Q = 4;
     const int qtype[4] = {CLEF_QTYPE_NOUL, CLEF_QTYPE_SCORE, CLEF_QTYPE_CHOICE,
@@ -175,7 +198,7 @@ static double now_s(void)
 static void check_forward(const clef_config *cfg, uint64_t seed)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed);
+    fd_case_make(&c, cfg, seed, 0);
     const int O = c.r.O;
     double *zr = clef_test_dalloc(O);
     double loss = ref_loss(&c, zr);
@@ -225,10 +248,19 @@ static void family_of(const char *name, char *fam, size_t n)
     }
 }
 
-static void check_gradient(const clef_config *cfg, uint64_t seed)
+static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed);
+    fd_case_make(&c, cfg, seed, saturate);
+    if (saturate) {
+        // κ clamped: the two scales get no gradient at all (HEAD.md §4)
+        for (int k = 0; k < 2; k++) {
+            const char *nm = k ? "joint_logit_scale" : "prior_logit_scale";
+            float gk = *tensor_in(&c.hd, c.hd.grads, nm);
+            cr_expect_eq(gk, 0.f, "%s = %g above ln 100 has gradient %g", nm,
+                         *tensor_in(&c.hd, c.hd.params, nm), gk);
+        }
+    }
     const size_t np = c.hd.nparams;
     double *fd = clef_test_dalloc(np);
     double t0 = now_s();
@@ -319,8 +351,19 @@ static void check_gradient(const clef_config *cfg, uint64_t seed)
                           "%s", nbad, first);
 }
 
-Test(head_fd, gradient_every_tensor_a, .timeout = 60) { check_gradient(&cfg_a, 0xfd01); }
-Test(head_fd, gradient_every_tensor_b, .timeout = 60) { check_gradient(&cfg_b, 0xfd02); }
+Test(head_fd, gradient_every_tensor_a, .timeout = 60)
+{
+    check_gradient(&cfg_a, 0xfd01, 0);
+}
+Test(head_fd, gradient_every_tensor_b, .timeout = 60)
+{
+    check_gradient(&cfg_b, 0xfd02, 0);
+}
+// κ(s) clamped at 100 for both scales (odd widths)
+Test(head_fd, gradient_kappa_clamped_b, .timeout = 60)
+{
+    check_gradient(&cfg_b, 0xfd03, 1);
+}
 
 // ---- HEAD.md §7 invariants on the analytic gradient ----
 
@@ -356,21 +399,22 @@ static bool rows_sum_to_zero(const clef_head *hd, const char *name)
 static void check_invariants(const clef_config *cfg, uint64_t seed)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed);
+    fd_case_make(&c, cfg, seed, 0);
     // residual_scorer.3.bias: σ(γ) Σ_o ∂L/∂z_o, and ∂L/∂z sums to 0 over each
     // question; the terms cancelling are σ(γ)(p + y')/N and the Brier and
     // ordinal parts (≤ (2β + λ) of the same size): O float terms.
-    const float *b = c.hd.grads + c.hd.tensors[clef_head_find(&c.hd, "residual_scorer.3.bias")].offset;
-    const double gate = c.hd.params[c.hd.tensors[clef_head_find(&c.hd, "residual_gate")].offset];
+    const float *b = tensor_in(&c.hd, c.hd.grads, "residual_scorer.3.bias");
+    const double gate = *tensor_in(&c.hd, c.hd.params, "residual_gate");
     double mag = 0.0;
     for (int o = 0; o < c.r.O; o++)
         mag += fabs(c.p[o]) + fabs(c.r.target[o]) + c.lo.smoothing;
-    mag *= (1.0 + 2.0 * c.lo.brier + c.lo.ordinal) / c.lo.n_q / (1.0 + exp(-gate));
+    mag *= (1.0 + 2.0 * c.lo.brier + c.lo.ordinal) / c.lo.n_q /
+           (1.0 + exp(-gate));
     const double btol = 4.0 * (c.r.O + 8) * CLEF_TEST_EPS * mag;
     bool bias_ok = fabs(b[0]) <= btol;
     if (!bias_ok || getenv("CLEF_TEST_FD_REPORT"))
-        fprintf(stderr, "[head_fd] residual_scorer.3.bias grad %.3g, allowed %.3g\n",
-                b[0], btol);
+        fprintf(stderr, "[head_fd] residual_scorer.3.bias grad %.3g, allowed "
+                        "%.3g\n", b[0], btol);
 
     bool rows_ok = rows_sum_to_zero(&c.hd, "type_embedding.weight");
     char name[CLEF_NAME_MAX];
@@ -383,7 +427,8 @@ static void check_invariants(const clef_config *cfg, uint64_t seed)
         rows_ok &= rows_sum_to_zero(&c.hd, name);
     }
     // the invariant must not hold trivially: the field stream gets gradient
-    double te = clef_test_max_abs(c.hd.grads + c.hd.tensors[clef_head_find(&c.hd, "type_embedding.weight")].offset, 3 * cfg->w);
+    double te = clef_test_max_abs(
+        tensor_in(&c.hd, c.hd.grads, "type_embedding.weight"), 3 * cfg->w);
     fd_case_free(&c);
     cr_assert(bias_ok, "grad of residual_scorer.3.bias is not 0");
     cr_assert(rows_ok, "a gradient row of the field stream does not sum to 0");
