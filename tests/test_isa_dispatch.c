@@ -1,0 +1,103 @@
+// Runtime dispatch (scheduler/dispatch.h) and CPU detection (scheduler/cpu.h):
+// complete composite tables, the cap, backend restrictions and their reasons.
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "backends/registry.h"
+#include "scheduler/cpu.h"
+#include "scheduler/dispatch.h"
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+Test(isa_dispatch, candidates_complete_and_ordered)
+{
+    for (int op = 0; op < CLEF_OP_COUNT; op++) {
+        int n;
+        const clef_candidate *c = clef_dispatch_candidates((clef_op)op, &n);
+        cr_assert_geq(n, 1);
+        for (int i = 0; i < n; i++) {
+            cr_assert(c[i].name && c[i].fn, "op %s candidate %d incomplete", clef_op_names[op], i);
+            cr_assert(strstr(c[i].name, clef_op_names[op]), "%s is not a kernel of %s",
+                      c[i].name, clef_op_names[op]);
+            cr_assert(i == 0 || c[i].isa < c[i - 1].isa, "op %s: candidates not best first",
+                      clef_op_names[op]);
+        }
+        cr_assert_eq(c[n - 1].isa, CLEF_ISA_SCALAR, "op %s: scalar must be last", clef_op_names[op]);
+    }
+}
+
+Test(isa_dispatch, build_native_is_complete_and_named)
+{
+    clef_kernels k;
+    char why[160];
+    const clef_cpu *cpu = clef_cpu_get();
+    cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_AVX512, NULL, why, sizeof why), 0, "%s", why);
+    cr_assert_eq(clef_kernels_first_missing(&k), CLEF_OP_COUNT);
+    const char *suffix = cpu->isa_native == CLEF_ISA_AVX512 ? "__avx512"
+                         : cpu->isa_native == CLEF_ISA_AVX2 ? "__avx2"
+                                                            : "__scalar";
+    for (int op = 0; op < CLEF_OP_COUNT; op++)
+        cr_assert(ends_with(k.names[op], suffix), "op %s: %s, want *%s", clef_op_names[op],
+                  k.names[op], suffix);
+    // the pointer is the named candidate's
+    const clef_candidate *c = clef_dispatch_pick(CLEF_OP_gemm_nt, CLEF_ISA_AVX512, NULL);
+    cr_assert_eq((void (*)(void))k.gemm_nt, c->fn);
+    cr_assert_str_eq(k.names[CLEF_OP_gemm_nt], c->name);
+}
+
+Test(isa_dispatch, cap_to_scalar_and_avx2)
+{
+    clef_kernels k;
+    char why[160];
+    cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_SCALAR, NULL, why, sizeof why), 0, "%s", why);
+    for (int op = 0; op < CLEF_OP_COUNT; op++)
+        cr_assert(ends_with(k.names[op], "__scalar"), "%s", k.names[op]);
+    cr_assert_eq((void (*)(void))k.layernorm_fwd, (void (*)(void))clef_scalar_kernels.layernorm_fwd);
+    if (clef_cpu_get()->isa_native < CLEF_ISA_AVX2)
+        cr_skip_test("cpu lacks avx2: %s", clef_need_avx2());
+    cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_AVX2, NULL, why, sizeof why), 0, "%s", why);
+    for (int op = 0; op < CLEF_OP_COUNT; op++)
+        cr_assert(ends_with(k.names[op], "__avx2"), "%s", k.names[op]);
+}
+
+Test(isa_dispatch, restriction_and_reasons)
+{
+    clef_kernels k;
+    memset(&k, 0, sizeof k);
+    char why[160] = "";
+    cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_AVX512, "sse9", why, sizeof why), -1);
+    cr_assert(strstr(why, "sse9"), "reason: %s", why);
+    cr_assert_null(k.names[0], "a failed build must leave the table untouched");
+    // a restriction above the cap is refused, with the cap as the reason
+    cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_SCALAR, "avx2", why, sizeof why), -1);
+    cr_assert(strstr(why, "avx2") && (strstr(why, "capped") || strstr(why, "lacks")), "reason: %s", why);
+    cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_AVX512, "scalar", why, sizeof why), 0, "%s", why);
+    cr_assert_str_eq(k.backend, "scalar");
+    if (clef_cpu_get()->isa_native < CLEF_ISA_AVX512) {
+        cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_AVX512, "avx512", why, sizeof why), -1);
+        cr_skip_test("cpu lacks avx512 (%s): restriction refused as it must be", why);
+    }
+    cr_assert_eq(clef_dispatch_build(&k, CLEF_ISA_AVX512, "avx512", why, sizeof why), 0, "%s", why);
+    for (int op = 0; op < CLEF_OP_COUNT; op++)
+        cr_assert(ends_with(k.names[op], "__avx512"), "%s", k.names[op]);
+}
+
+Test(isa_dispatch, cpu_detection_consistent)
+{
+    const clef_cpu *c = clef_cpu_get();
+    cr_assert_eq(c, clef_cpu_get(), "detected once");
+    cr_assert_leq(c->isa, c->isa_native);
+    cr_assert(!c->avx512f || c->os_zmm, "avx512f reported without OS zmm state");
+    cr_assert(!c->avx2 || c->os_ymm, "avx2 reported without OS ymm state");
+    if (c->isa_native == CLEF_ISA_AVX512)
+        cr_assert(c->avx512f && c->avx512bw && c->avx512dq && c->avx512vl && c->fma);
+    cr_assert_eq(clef_isa_parse("avx2"), CLEF_ISA_AVX2);
+    cr_assert_eq(clef_isa_parse("nope"), -1);
+    cr_assert_str_eq(clef_isa_name(clef_isa_parse("avx512")), "avx512");
+    cr_assert_geq(clef_cpu_l1d(), 8192);
+    cr_assert_geq(clef_cpu_l2(), 65536);
+}

@@ -1,0 +1,51 @@
+// layernorm_fwd / layernorm_bwd of the ISA backends against the scalar
+// reference, every n in 1..33 and larger, 1..5 rows, rows offset from zero
+// (so centring matters). Tolerances (FLT_EPSILON units, relative to the
+// output's scale): y, xhat, rstd 4(n + 4) (two length-n reductions);
+// dgamma, dbeta bitwise (same column order, no FMA); dx 4(n + 4).
+#include "isa_common.h"
+
+static void layernorm_family(const char *isa)
+{
+    const clef_kernels *k = isa_table_or_skip(isa);
+    uint64_t rng = 0x1a7e0u;
+    for (int li = 0; li < ISA_NLENGTHS; li++)
+        for (int rows = 1; rows <= 5; rows += 2) {
+            int n = isa_lengths[li];
+            size_t sz = (size_t)rows * n;
+            double units = 4.0 * (n + 4);
+            float *x = clef_test_falloc(sz), *g = clef_test_falloc(n), *b = clef_test_falloc(n);
+            float *y = clef_test_falloc(sz), *h = clef_test_falloc(sz), *rs = clef_test_falloc(rows);
+            float *yr = clef_test_falloc(sz), *hr = clef_test_falloc(sz), *rsr = clef_test_falloc(rows);
+            clef_test_fill_uniform(x, sz, 2.0f, 4.0f, &rng);
+            clef_test_fill_uniform(g, n, 0.5f, 1.5f, &rng);
+            clef_test_fill_uniform(b, n, -0.5f, 0.5f, &rng);
+            k->layernorm_fwd(rows, n, x, g, b, y, h, rs);
+            clef_scalar_kernels.layernorm_fwd(rows, n, x, g, b, yr, hr, rsr);
+            cr_assert(isa_close("y", y, yr, sz, units), "%s layernorm_fwd y rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_close("xhat", h, hr, sz, units), "%s layernorm_fwd xhat rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_close("rstd", rs, rsr, rows, units), "%s layernorm_fwd rstd rows=%d n=%d", isa, rows, n);
+
+            float *dy = clef_test_falloc(sz), *dx = clef_test_falloc(sz), *dxr = clef_test_falloc(sz);
+            float *dg = clef_test_falloc(n), *dgr = clef_test_falloc(n);
+            float *dbt = clef_test_falloc(n), *dbr = clef_test_falloc(n);
+            clef_test_fill_uniform(dy, sz, -1, 1, &rng);
+            clef_test_fill_pattern(dx, sz), clef_test_fcopy(dxr, dx, sz);
+            clef_test_fill_pattern(dg, n), clef_test_fcopy(dgr, dg, n);
+            clef_test_fill_pattern(dbt, n), clef_test_fcopy(dbr, dbt, n);
+            k->layernorm_bwd(rows, n, dy, hr, rsr, g, dx, dg, dbt);
+            clef_scalar_kernels.layernorm_bwd(rows, n, dy, hr, rsr, g, dxr, dgr, dbr);
+            cr_assert(isa_close("dx", dx, dxr, sz, units), "%s layernorm_bwd dx rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_same("dgamma", dg, dgr, n), "%s layernorm_bwd dgamma rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_same("dbeta", dbt, dbr, n), "%s layernorm_bwd dbeta rows=%d n=%d", isa, rows, n);
+            // dx = NULL: parameter gradients only
+            k->layernorm_bwd(rows, n, dy, hr, rsr, g, NULL, dg, dbt);
+            clef_scalar_kernels.layernorm_bwd(rows, n, dy, hr, rsr, g, NULL, dgr, dbr);
+            cr_assert(isa_same("dgamma (dx NULL)", dg, dgr, n), "%s layernorm_bwd dx=NULL n=%d", isa, n);
+            free(x), free(g), free(b), free(y), free(h), free(rs), free(yr), free(hr), free(rsr);
+            free(dy), free(dx), free(dxr), free(dg), free(dgr), free(dbt), free(dbr);
+        }
+}
+
+Test(isa_layernorm, avx512) { layernorm_family("avx512"); }
+Test(isa_layernorm, avx2) { layernorm_family("avx2"); }
