@@ -70,7 +70,7 @@ void clef_bench_opts_default(clef_bench_opts *o)
 {
     o->seed = 1;
     o->timing = 1;
-    o->budget_s = 0.1;
+    o->budget_s = 0.05;
     o->max_reps = 1000;
 }
 

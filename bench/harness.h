@@ -80,7 +80,7 @@ typedef struct clef_bench_opts {
     double budget_s;      // time budget per timed row
     int max_reps;         // cap on timed repetitions per row
 } clef_bench_opts;
-void clef_bench_opts_default(clef_bench_opts *o); // seed 1, timed, 0.1 s, 1000
+void clef_bench_opts_default(clef_bench_opts *o); // seed 1, timed, 0.05 s, 1000
 
 // ---- one case ----
 typedef struct clef_bench_case clef_bench_case; // opaque

@@ -39,7 +39,7 @@ static void usage(FILE *f)
             "usage: clef-bench [--backend NAME|all=all] [--op NAME|all=all]\n"
             "                  [--shape NAME|all=all] [--threads N] [--seed S=1]\n"
             "                  [--json FILE] [--train] [--list]\n"
-            "                  [--budget SECONDS=0.1] [--no-time]\n"
+            "                  [--budget SECONDS=0.05] [--no-time]\n"
             "\n"
             "Checks each backend's kernels against the scalar reference on the\n"
             "head's shapes and the edge battery, then times them. --backend,\n"
