@@ -1,0 +1,50 @@
+// GEMM through BLIS's typed expert API, bli_sgemm_ex, with general strides:
+// row-major operands, ld in floats.
+//   gemm_nt  op(A) = A (M,K): rs lda, cs 1   op(B) = Bᵀ (K,N): rs 1, cs ldb
+//   gemm_nn  op(A) = A (M,K): rs lda, cs 1   op(B) = B (K,N):  rs ldb, cs 1
+//   gemm_tn  op(A) = Aᵀ (M,K): rs 1, cs lda  op(B) = B (K,N):  rs ldb, cs 1
+//   C (M,N): rs ldc, cs 1; beta = accumulate (beta 0 never reads C)
+#include <blis.h>
+#include <omp.h>
+
+#include "blis_backend.h"
+
+int clef_blis_call_threads(void)
+{
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+}
+
+static void gemm_blis(int M, int N, int K, const float *A, inc_t rsa,
+                      inc_t csa, const float *B, inc_t rsb, inc_t csb,
+                      float *C, int ldc, int accumulate)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    rntm_t rntm = BLIS_RNTM_INITIALIZER;
+    bli_rntm_set_num_threads(clef_blis_call_threads(), &rntm);
+    bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &alpha,
+                 (float *)A, rsa, csa, (float *)B, rsb, csb, &beta, C, ldc, 1,
+                 NULL, &rntm);
+}
+
+void clef_f32_gemm_nt__blis(int M, int N, int K, const float *A, int lda,
+                            const float *B, int ldb, float *C, int ldc,
+                            int accumulate)
+{
+    gemm_blis(M, N, K, A, lda, 1, B, 1, ldb, C, ldc, accumulate);
+}
+
+void clef_f32_gemm_nn__blis(int M, int N, int K, const float *A, int lda,
+                            const float *B, int ldb, float *C, int ldc,
+                            int accumulate)
+{
+    gemm_blis(M, N, K, A, lda, 1, B, ldb, 1, C, ldc, accumulate);
+}
+
+void clef_f32_gemm_tn__blis(int M, int N, int K, const float *A, int lda,
+                            const float *B, int ldb, float *C, int ldc,
+                            int accumulate)
+{
+    gemm_blis(M, N, K, A, 1, lda, B, ldb, 1, C, ldc, accumulate);
+}

@@ -1,0 +1,65 @@
+// The oneDNN backend (libdnnl 2.6, C API): matmul for the three GEMM layouts,
+// layer_normalization, eltwise gelu_erf and softmax forward and backward.
+// Every other op falls through to the best hand-written kernel
+// (clef_best_handwritten(): avx512 > avx2 > scalar under CLEF_MAX_ISA); the
+// table's names[] and CLEF_VERBOSE=1 show which.
+//
+// Primitives are created once per shape and cached (creating one costs
+// milliseconds, reusing it microseconds): backends/onednn/cache.c.
+// Threads: oneDNN's OpenMP runtime uses omp_get_max_threads() at each call,
+// i.e. clef's thread setting, and runs single-threaded inside a parallel
+// region (tests/test_onednn.c checks both).
+#ifndef CLEF_ONEDNN_H
+#define CLEF_ONEDNN_H
+
+#include <stddef.h>
+
+#include "kernels.h"
+
+// Kernels (backends/onednn/<op>.c). Outputs follow kernels.h: forward
+// overwrites, backward accumulates. A primitive that oneDNN refuses to create
+// makes the call fall through to the best hand-written kernel.
+void clef_f32_gemm_nt__onednn(int M, int N, int K, const float *A, int lda,
+                              const float *B, int ldb, float *C, int ldc,
+                              int accumulate);
+void clef_f32_gemm_nn__onednn(int M, int N, int K, const float *A, int lda,
+                              const float *B, int ldb, float *C, int ldc,
+                              int accumulate);
+void clef_f32_gemm_tn__onednn(int M, int N, int K, const float *A, int lda,
+                              const float *B, int ldb, float *C, int ldc,
+                              int accumulate);
+void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
+                                    const float *gamma, const float *beta,
+                                    float *y, float *xhat, float *rstd);
+void clef_f32_layernorm_bwd__onednn(int rows, int n, const float *dy,
+                                    const float *xhat, const float *rstd,
+                                    const float *gamma, float *dx,
+                                    float *dgamma, float *dbeta);
+void clef_f32_gelu_fwd__onednn(size_t n, const float *x, float *y);
+void clef_f32_gelu_bwd__onednn(size_t n, const float *x, const float *dy,
+                               float *dx);
+void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y);
+void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
+                                  const float *dy, float *dx);
+
+// The registry's table. Before clef_onednn_unavailable() (or
+// clef_onednn_kernels()) first runs, its fall-through ops point at the scalar
+// reference; that first call points them at the best hand-written kernels
+// and fills their names (once, thread-safe).
+extern clef_kernels clef_onednn_table;
+const clef_kernels *clef_onednn_kernels(void); // resolved table
+// NULL when oneDNN can run here, else why not (engine creation failed).
+const char *clef_onednn_unavailable(void);
+// "2.6.3" (from dnnl_version()).
+const char *clef_onednn_version(void);
+
+// The primitive cache, for tests and clef-bench.
+typedef struct clef_onednn_cache_stats {
+    long hits, misses, evictions, uncached; // uncached: cache full and busy
+    int entries, capacity;
+} clef_onednn_cache_stats;
+void clef_onednn_cache_get_stats(clef_onednn_cache_stats *s);
+// Destroys every cached primitive not in use (tests; never needed otherwise).
+void clef_onednn_cache_clear(void);
+
+#endif

@@ -1,0 +1,81 @@
+// Internals of the oneDNN backend: engine, per-thread stream, the primitive
+// cache, per-thread scratch. Only backends/onednn/*.c and tests include it.
+#ifndef CLEF_ONEDNN_INT_H
+#define CLEF_ONEDNN_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "onednn.h"
+
+// Cached primitive kinds (one per oneDNN primitive clef builds).
+enum {
+    ONEDNN_GEMM_NT = 1,
+    ONEDNN_GEMM_NN,
+    ONEDNN_GEMM_TN,
+    ONEDNN_LN_FWD,
+    ONEDNN_LN_BWD,
+    ONEDNN_GELU_FWD,
+    ONEDNN_GELU_BWD,
+    ONEDNN_SOFTMAX_FWD,
+    ONEDNN_SOFTMAX_BWD,
+};
+
+#define ONEDNN_KEY_DIMS 6
+#define ONEDNN_MAX_MD 4
+
+// What identifies a primitive: its kind, sizes and strides (meaning per kind),
+// and whether it accumulates into its output. Zero every key before filling
+// it: keys are compared bytewise.
+typedef struct clef_onednn_key {
+    int kind;
+    int accumulate;
+    int64_t d[ONEDNN_KEY_DIMS];
+} clef_onednn_key;
+
+typedef struct clef_onednn_prim {
+    clef_onednn_key key;
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t md[ONEDNN_MAX_MD]; // per kind (see the builders)
+    // cache bookkeeping (under the cache lock)
+    unsigned long long last_use;
+    int refs, used, owned; // owned: outside the cache, destroyed on release
+} clef_onednn_prim;
+
+// Fills p->prim and p->md from p->key. 0, or -1 when oneDNN refuses.
+typedef int (*clef_onednn_build_fn)(clef_onednn_prim *p);
+
+dnnl_engine_t clef_onednn_engine(void); // NULL when creation failed
+dnnl_stream_t clef_onednn_stream(void); // this thread's; NULL on failure
+
+// The cached primitive for key (built with build on a miss), held until
+// clef_onednn_release(). NULL when it cannot be built. Lookups take a mutex
+// for a few compares; building happens outside it.
+clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *key,
+                                      clef_onednn_build_fn build);
+void clef_onednn_release(clef_onednn_prim *p);
+
+// Runs p with n (arg, md, pointer) triples on this thread's stream. 0 or -1.
+typedef struct clef_onednn_arg {
+    int arg;
+    const dnnl_memory_desc_t *md;
+    const void *ptr;
+} clef_onednn_arg;
+int clef_onednn_run(const clef_onednn_prim *p, int n,
+                    const clef_onednn_arg *args);
+
+// This thread's scratch of at least n floats (grown, never shrunk, kept for
+// the thread's life). NULL on out of memory.
+float *clef_onednn_scratch(size_t n);
+
+// The best hand-written table, for calls that fall through at run time.
+const clef_kernels *clef_onednn_fallback(void);
+
+// Creates a primitive from an op descriptor (attr and hint may be NULL).
+int clef_onednn_create(dnnl_primitive_t *prim, const_dnnl_op_desc_t desc,
+                       const_dnnl_primitive_attr_t attr,
+                       const_dnnl_primitive_desc_t hint);
+
+#endif

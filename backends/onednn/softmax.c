@@ -1,0 +1,124 @@
+// Row softmax on oneDNN's softmax_v2 primitive (softmax_accurate, axis 1 of
+// a (rows, n) tensor).
+//
+// kernels.h: a row of only −INF gives zeros; oneDNN gives NaN (−INF − −INF),
+// so such rows are found (their first output is NaN) and zeroed. The
+// backward's diff_src lands in scratch and is added to dx.
+#include "onednn_int.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { MD_DATA };
+
+static int init_fwd_desc(clef_onednn_prim *p, dnnl_softmax_v2_desc_t *d)
+{
+    dnnl_dims_t dims = {p->key.d[0], p->key.d[1]};
+    if (dnnl_memory_desc_init_by_tag(&p->md[MD_DATA], 2, dims, dnnl_f32,
+                                     dnnl_ab) != dnnl_success)
+        return -1;
+    return dnnl_softmax_v2_forward_desc_init(
+               d, dnnl_forward_training, dnnl_softmax_accurate,
+               &p->md[MD_DATA], &p->md[MD_DATA], 1) == dnnl_success
+               ? 0
+               : -1;
+}
+
+static int build_fwd(clef_onednn_prim *p)
+{
+    dnnl_softmax_v2_desc_t d;
+    if (init_fwd_desc(p, &d) != 0)
+        return -1;
+    return clef_onednn_create(&p->prim, &d, NULL, NULL);
+}
+
+static int build_bwd(clef_onednn_prim *p)
+{
+    dnnl_softmax_v2_desc_t fd, bd;
+    dnnl_primitive_desc_t hint = NULL;
+    int rc = -1;
+    if (init_fwd_desc(p, &fd) != 0 ||
+        dnnl_softmax_v2_backward_desc_init(
+            &bd, dnnl_softmax_accurate, &p->md[MD_DATA], &p->md[MD_DATA],
+            &p->md[MD_DATA], 1) != dnnl_success ||
+        dnnl_primitive_desc_create(&hint, &fd, NULL, clef_onednn_engine(),
+                                   NULL) != dnnl_success)
+        goto cleanup;
+    rc = clef_onednn_create(&p->prim, &bd, NULL, hint);
+cleanup:
+    if (hint)
+        dnnl_primitive_desc_destroy(hint);
+    return rc;
+}
+
+static clef_onednn_prim *acquire(int kind, int rows, int n,
+                                 clef_onednn_build_fn b)
+{
+    clef_onednn_key key;
+    memset(&key, 0, sizeof key);
+    key.kind = kind;
+    key.d[0] = rows, key.d[1] = n;
+    return clef_onednn_acquire(&key, b);
+}
+
+// Zeroes the rows of y whose x row is entirely −INF.
+static void zero_masked_rows(int rows, int n, const float *x, float *y)
+{
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * n; // (n)
+        if (!isnan(yr[0]))
+            continue;
+        const float *xr = x + (size_t)r * n; // (n)
+        int all_masked = 1;
+        for (int i = 0; i < n && all_masked; i++)
+            all_masked = xr[i] == -INFINITY;
+        if (all_masked)
+            memset(yr, 0, (size_t)n * sizeof(float));
+    }
+}
+
+// y (rows,n) = softmax(x) per row
+void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y)
+{
+    if (rows <= 0 || n <= 0)
+        return;
+    clef_onednn_prim *p = acquire(ONEDNN_SOFTMAX_FWD, rows, n, build_fwd);
+    int rc = -1;
+    if (p) {
+        clef_onednn_arg args[] = {{DNNL_ARG_SRC, &p->md[MD_DATA], x},
+                                  {DNNL_ARG_DST, &p->md[MD_DATA], y}};
+        rc = clef_onednn_run(p, 2, args);
+        clef_onednn_release(p);
+    }
+    if (rc != 0) {
+        clef_onednn_fallback()->softmax_fwd(rows, n, x, y);
+        return;
+    }
+    zero_masked_rows(rows, n, x, y);
+}
+
+// dx (rows,n) += y ⊙ (dy − Σ dy ⊙ y)
+void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
+                                  const float *dy, float *dx)
+{
+    if (rows <= 0 || n <= 0)
+        return;
+    size_t rn = (size_t)rows * n;
+    float *t = clef_onednn_scratch(rn); // (rows,n) oneDNN's diff_src
+    clef_onednn_prim *p =
+        t ? acquire(ONEDNN_SOFTMAX_BWD, rows, n, build_bwd) : NULL;
+    int rc = -1;
+    if (p) {
+        clef_onednn_arg args[] = {{DNNL_ARG_DST, &p->md[MD_DATA], y},
+                                  {DNNL_ARG_DIFF_DST, &p->md[MD_DATA], dy},
+                                  {DNNL_ARG_DIFF_SRC, &p->md[MD_DATA], t}};
+        rc = clef_onednn_run(p, 3, args);
+        clef_onednn_release(p);
+    }
+    if (rc != 0) {
+        clef_onednn_fallback()->softmax_bwd(rows, n, y, dy, dx);
+        return;
+    }
+    for (size_t i = 0; i < rn; i++)
+        dx[i] += t[i];
+}

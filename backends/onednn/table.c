@@ -1,0 +1,78 @@
+// The oneDNN backend's table: oneDNN kernels for the ops it has, the best
+// hand-written kernel for the rest (resolved once, see onednn.h).
+#include "onednn_int.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "backends/scalar/scalar.h"
+#include "scheduler/tune.h"
+
+#define NATIVE(op) .op = clef_f32_##op##__onednn,
+#define NATIVE_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__onednn",
+#define ONEDNN_OPS(X)                                                          \
+    X(gemm_nt) X(gemm_nn) X(gemm_tn) X(layernorm_fwd) X(layernorm_bwd)         \
+    X(gelu_fwd) X(gelu_bwd) X(softmax_fwd) X(softmax_bwd)
+// Until resolved, the ops oneDNN lacks run the scalar reference.
+#define SCALAR(op) .op = clef_f32_##op##__scalar,
+#define SCALAR_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
+#define FALLTHROUGH_OPS(X)                                                     \
+    X(bias_add) X(colsum) X(softmax_seg_fwd) X(softmax_seg_bwd)                \
+    X(attention_fwd) X(attention_bwd) X(span_mean) X(span_scatter)             \
+    X(gather_rows) X(scatter_add_rows) X(normalize_fwd) X(normalize_bwd)       \
+    X(cosine_fwd) X(cosine_bwd) X(adamw) X(loss)
+
+clef_kernels clef_onednn_table = {
+    .backend = "onednn",
+    ONEDNN_OPS(NATIVE) FALLTHROUGH_OPS(SCALAR)
+    .names = {ONEDNN_OPS(NATIVE_NAME) FALLTHROUGH_OPS(SCALAR_NAME)},
+};
+
+static const char *g_why;
+static const clef_kernels *g_fallback = &clef_scalar_kernels;
+static char g_version[32];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void resolve(void)
+{
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(g_version, sizeof g_version, "%d.%d.%d", v->major, v->minor,
+             v->patch);
+    if (!clef_onednn_engine()) {
+        g_why = "oneDNN could not create a CPU engine";
+        return;
+    }
+    g_fallback = clef_best_handwritten()->table;
+    if (clef_verbose())
+        fprintf(stderr,
+                "clef: onednn: oneDNN %s, OpenMP runtime, %d thread(s) "
+                "(follows omp_get_max_threads(); 1 inside parallel regions)\n",
+                g_version, omp_get_max_threads());
+    // the ops oneDNN lacks: the best hand-written kernels
+    clef_fill_fallthrough(&clef_onednn_table, "onednn");
+}
+
+const char *clef_onednn_unavailable(void)
+{
+    pthread_once(&g_once, resolve);
+    return g_why;
+}
+
+const clef_kernels *clef_onednn_kernels(void)
+{
+    pthread_once(&g_once, resolve);
+    return &clef_onednn_table;
+}
+
+const clef_kernels *clef_onednn_fallback(void)
+{
+    pthread_once(&g_once, resolve);
+    return g_fallback;
+}
+
+const char *clef_onednn_version(void)
+{
+    pthread_once(&g_once, resolve);
+    return g_version;
+}

@@ -1,0 +1,753 @@
+// Per-op backend selection (see tune.h): fall-through for library backends,
+// shape classes, the tuning file, and the `auto` table.
+#include "tune.h"
+
+#include <errno.h>
+#ifndef CLEF_MINIMAL
+#include <jansson.h>
+#endif
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef CLEF_MINIMAL
+#include "backends/blis/blis_backend.h"
+#endif
+#include "backends/scalar/scalar.h"
+#include "scheduler/cpu.h"
+
+int clef_verbose(void)
+{
+    const char *v = getenv("CLEF_VERBOSE");
+    return v && atoi(v) > 0;
+}
+
+// Stores fn into t's slot for op (one pointer store).
+static void set_op(clef_kernels *t, clef_op op, void (*fn)(void))
+{
+    switch (op) {
+#define SET_CASE(o, type)                                                      \
+    case CLEF_OP_##o:                                                          \
+        t->o = (type)fn;                                                       \
+        break;
+        CLEF_OPS(SET_CASE)
+#undef SET_CASE
+    default:
+        break;
+    }
+}
+
+static int table_complete(const clef_backend *b)
+{
+    return b && b->table &&
+           clef_kernels_first_missing(b->table) == CLEF_OP_COUNT;
+}
+
+// ---- the best hand-written backend ----
+const clef_backend *clef_best_handwritten(void)
+{
+    static const char *const order[] = {"avx512", "avx2", "scalar"};
+    int cap = clef_isa_level();
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        if (clef_isa_parse(order[i]) > cap)
+            continue;
+        const clef_backend *b = clef_backend_find(order[i]);
+        if (table_complete(b) && !clef_backend_unavailable(b))
+            return b;
+    }
+    return clef_backend_find("scalar");
+}
+
+static int has_tag(const char *name, const char *lib)
+{
+    char tag[40];
+    snprintf(tag, sizeof tag, "__%s", lib);
+    return name && strstr(name, tag) != NULL;
+}
+
+int clef_fill_fallthrough(clef_kernels *t, const char *lib)
+{
+    const clef_backend *best = clef_best_handwritten();
+    int verbose = clef_verbose(), n = 0;
+    for (int op = 0; op < CLEF_OP_COUNT; op++) {
+        if (has_tag(t->names[op], lib)) {
+            if (verbose)
+                fprintf(stderr, "clef: %s: %-16s -> %s\n", lib,
+                        clef_op_names[op], t->names[op]);
+            continue;
+        }
+        set_op(t, (clef_op)op, clef_kernels_get(best->table, (clef_op)op));
+        t->names[op] = best->table->names[op];
+        n++;
+        if (verbose)
+            fprintf(stderr,
+                    "clef: %s: %-16s -> %s (fall-through: %s has no kernel "
+                    "for it; best hand-written: %s)\n",
+                    lib, clef_op_names[op], t->names[op], lib, best->name);
+    }
+    return n;
+}
+
+int clef_backend_native(const clef_backend *b, clef_op op)
+{
+    if (clef_isa_parse(b->name) >= 0) // scalar, avx2, avx512: hand-written
+        return 1;
+    if (!b->table)
+        return 0;
+    return has_tag(b->table->names[op], b->name);
+}
+
+// ---- shape classes ----
+static const char *const g_class_names[CLEF_CLASS_COUNT] = {"small", "medium",
+                                                            "large"};
+
+const char *clef_shape_class_name(clef_shape_class c)
+{
+    return c >= 0 && c < CLEF_CLASS_COUNT ? g_class_names[c] : NULL;
+}
+
+int clef_shape_class_parse(const char *name)
+{
+    for (int c = 0; c < CLEF_CLASS_COUNT; c++)
+        if (name && strcmp(name, g_class_names[c]) == 0)
+            return c;
+    return -1;
+}
+
+int clef_op_work_is_flops(clef_op op)
+{
+    return op == CLEF_OP_gemm_nt || op == CLEF_OP_gemm_nn ||
+           op == CLEF_OP_gemm_tn || op == CLEF_OP_attention_fwd ||
+           op == CLEF_OP_attention_bwd;
+}
+
+clef_shape_class clef_shape_class_of(clef_op op, double work)
+{
+    double small = 16384.0, medium = 1048576.0; // 2^14, 2^20 elements
+    if (clef_op_work_is_flops(op))
+        small = 2097152.0, medium = 1073741824.0; // 2^21, 2^30 flops
+    return work < small ? CLEF_CLASS_SMALL
+           : work < medium ? CLEF_CLASS_MEDIUM
+                           : CLEF_CLASS_LARGE;
+}
+
+// ---- the tuning file ----
+void clef_tune_cpu_hash(char out[17])
+{
+    const clef_cpu *c = clef_cpu_get();
+    char key[160];
+    snprintf(key, sizeof key, "%s|%s|%d%d%d%d%d%d%d%d%d", c->vendor, c->model,
+             c->avx2, c->fma, c->f16c, c->avx512f, c->avx512bw, c->avx512dq,
+             c->avx512vl, c->avx512bf16, c->avx512vnni);
+    uint64_t h = 1469598103934665603ull; // FNV-1a 64
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+int clef_tune_default_path(char *buf, size_t n)
+{
+    char hash[17];
+    clef_tune_cpu_hash(hash);
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int w;
+    if (xdg && xdg[0] == '/')
+        w = snprintf(buf, n, "%s/clef/tune-%s.json", xdg, hash);
+    else if (home && home[0])
+        w = snprintf(buf, n, "%s/.cache/clef/tune-%s.json", home, hash);
+    else
+        return -1;
+    return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+static int fail(char *err, size_t nerr, const char *path, const char *field,
+                const char *rule)
+{
+    if (err && nerr)
+        snprintf(err, nerr, "%s: %s: %s", path, field, rule);
+    return -1;
+}
+
+#ifdef CLEF_MINIMAL // no jansson: no tuning file
+int clef_tune_load(const char *path, clef_tuning *t, char *err, size_t nerr)
+{
+    memset(t, 0, sizeof *t);
+    errno = ENOSYS;
+    return fail(err, nerr, path, "(file)", "built without jansson (CLEF_MINIMAL)");
+}
+
+int clef_tune_save(const char *path, const clef_tuning *t, char *err,
+                   size_t nerr)
+{
+    errno = ENOSYS;
+    return fail(err, nerr, path, "(file)", "built without jansson (CLEF_MINIMAL)");
+}
+#else
+static int get_string(json_t *o, const char *key, char *dst, size_t n)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v) || strlen(json_string_value(v)) >= n)
+        return -1;
+    snprintf(dst, n, "%s", json_string_value(v));
+    return 0;
+}
+
+// One "choices.<op>.<class>" entry.
+static int load_entry(json_t *v, const char *path, const char *field,
+                      clef_tune_entry *e, char *err, size_t nerr)
+{
+    char f[128];
+    if (!json_is_object(v))
+        return fail(err, nerr, path, field, "must be an object");
+    snprintf(f, sizeof f, "%s.backend", field);
+    if (get_string(v, "backend", e->backend, sizeof e->backend) != 0)
+        return fail(err, nerr, path, f, "must be a backend name (string)");
+    const clef_backend *b = clef_backend_find(e->backend);
+    if (!b || strcmp(e->backend, "auto") == 0)
+        return fail(err, nerr, path, f, "unknown backend");
+    snprintf(f, sizeof f, "%s.median_s", field);
+    json_t *m = json_object_get(v, "median_s");
+    if (!json_is_number(m) || !(json_number_value(m) >= 0.0))
+        return fail(err, nerr, path, f, "must be a number >= 0");
+    e->median_s = json_number_value(m);
+    e->set = 1;
+    return 0;
+}
+
+static int load_doc(json_t *root, const char *path, clef_tuning *t, char *err,
+                    size_t nerr)
+{
+    char fmt[32];
+    if (!json_is_object(root))
+        return fail(err, nerr, path, "(top level)", "must be an object");
+    if (get_string(root, "format", fmt, sizeof fmt) != 0 ||
+        strcmp(fmt, CLEF_TUNE_FORMAT) != 0)
+        return fail(err, nerr, path, "format",
+                    "must be \"" CLEF_TUNE_FORMAT "\"");
+    if (get_string(root, "cpu", t->cpu, sizeof t->cpu) != 0)
+        return fail(err, nerr, path, "cpu", "must be a string (< 64 bytes)");
+    if (get_string(root, "cpu_hash", t->cpu_hash, sizeof t->cpu_hash) != 0 ||
+        strlen(t->cpu_hash) != 16 ||
+        strspn(t->cpu_hash, "0123456789abcdef") != 16)
+        return fail(err, nerr, path, "cpu_hash", "must be 16 hex digits");
+    if (get_string(root, "blis_arch", t->blis_arch, sizeof t->blis_arch) != 0)
+        return fail(err, nerr, path, "blis_arch", "must be a string");
+    json_t *th = json_object_get(root, "threads");
+    if (!json_is_integer(th) || json_integer_value(th) < 1 ||
+        json_integer_value(th) > 4096)
+        return fail(err, nerr, path, "threads", "must be an integer >= 1");
+    t->threads = (int)json_integer_value(th);
+
+    json_t *ch = json_object_get(root, "choices");
+    if (!json_is_object(ch))
+        return fail(err, nerr, path, "choices", "must be an object");
+    const char *opname;
+    json_t *per_op;
+    json_object_foreach(ch, opname, per_op) {
+        char f[96];
+        int op = -1;
+        for (int i = 0; i < CLEF_OP_COUNT; i++)
+            if (strcmp(opname, clef_op_names[i]) == 0)
+                op = i;
+        snprintf(f, sizeof f, "choices.%.40s", opname);
+        if (op < 0)
+            return fail(err, nerr, path, f, "unknown op");
+        if (!json_is_object(per_op))
+            return fail(err, nerr, path, f, "must be an object");
+        const char *cname;
+        json_t *v;
+        json_object_foreach(per_op, cname, v) {
+            snprintf(f, sizeof f, "choices.%s.%.20s", opname, cname);
+            int c = clef_shape_class_parse(cname);
+            if (c < 0)
+                return fail(err, nerr, path, f,
+                            "unknown shape class (small|medium|large)");
+            if (load_entry(v, path, f, &t->e[op][c], err, nerr) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int clef_tune_load(const char *path, clef_tuning *t, char *err, size_t nerr)
+{
+    memset(t, 0, sizeof *t);
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        fail(err, nerr, path, "(file)", strerror(e));
+        errno = e;
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        char rule[200];
+        snprintf(rule, sizeof rule, "not valid JSON (line %d: %s)", jerr.line,
+                 jerr.text);
+        errno = EINVAL;
+        return fail(err, nerr, path, "(file)", rule);
+    }
+    int rc = load_doc(root, path, t, err, nerr);
+    json_decref(root);
+    if (rc != 0) {
+        memset(t, 0, sizeof *t);
+        errno = EINVAL;
+    }
+    return rc;
+}
+
+// mkdir -p of path's directory.
+static int make_parent_dirs(const char *path)
+{
+    char dir[1024];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir)
+        return -1;
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir)
+        return 0;
+    *slash = 0;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int clef_tune_save(const char *path, const clef_tuning *t, char *err,
+                   size_t nerr)
+{
+    json_t *root = json_object(), *ch = json_object();
+    json_object_set_new(root, "format", json_string(CLEF_TUNE_FORMAT));
+    json_object_set_new(root, "cpu", json_string(t->cpu));
+    json_object_set_new(root, "cpu_hash", json_string(t->cpu_hash));
+    json_object_set_new(root, "blis_arch", json_string(t->blis_arch));
+    json_object_set_new(root, "threads", json_integer(t->threads));
+    for (int op = 0; op < CLEF_OP_COUNT; op++) {
+        json_t *per_op = json_object();
+        for (int c = 0; c < CLEF_CLASS_COUNT; c++) {
+            const clef_tune_entry *e = &t->e[op][c];
+            if (!e->set)
+                continue;
+            json_t *v = json_object();
+            json_object_set_new(v, "backend", json_string(e->backend));
+            json_object_set_new(v, "median_s", json_real(e->median_s));
+            json_object_set_new(per_op, g_class_names[c], v);
+        }
+        if (json_object_size(per_op))
+            json_object_set_new(ch, clef_op_names[op], per_op);
+        else
+            json_decref(per_op);
+    }
+    json_object_set_new(root, "choices", ch);
+
+    char tmp[1100];
+    int rc = -1;
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (make_parent_dirs(path) != 0) {
+        fail(err, nerr, path, "(directory)", strerror(errno));
+    } else if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) !=
+               0) {
+        fail(err, nerr, tmp, "(file)", "cannot write");
+        unlink(tmp);
+    } else if (rename(tmp, path) != 0) {
+        fail(err, nerr, path, "(file)", strerror(errno));
+        unlink(tmp);
+    } else {
+        rc = 0;
+    }
+    json_decref(root);
+    return rc;
+}
+
+#endif // CLEF_MINIMAL
+
+// ---- auto: the selection behind the per-class trampolines ----
+typedef struct auto_sel {
+    void (*fn[CLEF_OP_COUNT][CLEF_CLASS_COUNT])(void);
+    char names[CLEF_OP_COUNT][200]; // the composite names of mixed ops
+} auto_sel;
+
+// Published once complete; an old selection is never freed (a trampoline
+// may still be running with it), a few KiB per clef_auto_kernels() call.
+static _Atomic(const auto_sel *) g_sel;
+
+static void (*pick(clef_op op, double work))(void)
+{
+    const auto_sel *s = atomic_load_explicit(&g_sel, memory_order_acquire);
+    return s->fn[op][clef_shape_class_of(op, work)];
+}
+
+#define PICK(op, type, work) ((type)pick(CLEF_OP_##op, (double)(work)))
+
+static void t_gemm_nt(int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float *C, int ldc, int acc)
+{
+    PICK(gemm_nt, clef_gemm_fn, 2.0 * M * N * K)
+    (M, N, K, A, lda, B, ldb, C, ldc, acc);
+}
+static void t_gemm_nn(int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float *C, int ldc, int acc)
+{
+    PICK(gemm_nn, clef_gemm_fn, 2.0 * M * N * K)
+    (M, N, K, A, lda, B, ldb, C, ldc, acc);
+}
+static void t_gemm_tn(int M, int N, int K, const float *A, int lda,
+                      const float *B, int ldb, float *C, int ldc, int acc)
+{
+    PICK(gemm_tn, clef_gemm_fn, 2.0 * M * N * K)
+    (M, N, K, A, lda, B, ldb, C, ldc, acc);
+}
+static void t_bias_add(int rows, int n, const float *b, float *y)
+{
+    PICK(bias_add, clef_bias_add_fn, (double)rows * n)(rows, n, b, y);
+}
+static void t_colsum(int rows, int n, const float *dy, float *db)
+{
+    PICK(colsum, clef_colsum_fn, (double)rows * n)(rows, n, dy, db);
+}
+static void t_layernorm_fwd(int rows, int n, const float *x, const float *g,
+                            const float *b, float *y, float *xhat, float *rstd)
+{
+    PICK(layernorm_fwd, clef_layernorm_fwd_fn, (double)rows * n)
+    (rows, n, x, g, b, y, xhat, rstd);
+}
+static void t_layernorm_bwd(int rows, int n, const float *dy,
+                            const float *xhat, const float *rstd,
+                            const float *g, float *dx, float *dg, float *db)
+{
+    PICK(layernorm_bwd, clef_layernorm_bwd_fn, (double)rows * n)
+    (rows, n, dy, xhat, rstd, g, dx, dg, db);
+}
+static void t_gelu_fwd(size_t n, const float *x, float *y)
+{
+    PICK(gelu_fwd, clef_gelu_fwd_fn, n)(n, x, y);
+}
+static void t_gelu_bwd(size_t n, const float *x, const float *dy, float *dx)
+{
+    PICK(gelu_bwd, clef_gelu_bwd_fn, n)(n, x, dy, dx);
+}
+static void t_softmax_fwd(int rows, int n, const float *x, float *y)
+{
+    PICK(softmax_fwd, clef_softmax_fwd_fn, (double)rows * n)(rows, n, x, y);
+}
+static void t_softmax_bwd(int rows, int n, const float *y, const float *dy,
+                          float *dx)
+{
+    PICK(softmax_bwd, clef_softmax_bwd_fn, (double)rows * n)
+    (rows, n, y, dy, dx);
+}
+static void t_softmax_seg_fwd(int nseg, const int *off, const float *x,
+                              float *y)
+{
+    PICK(softmax_seg_fwd, clef_softmax_seg_fwd_fn, nseg > 0 ? off[nseg] : 0)
+    (nseg, off, x, y);
+}
+static void t_softmax_seg_bwd(int nseg, const int *off, const float *y,
+                              const float *dy, float *dx)
+{
+    PICK(softmax_seg_bwd, clef_softmax_seg_bwd_fn, nseg > 0 ? off[nseg] : 0)
+    (nseg, off, y, dy, dx);
+}
+static void t_attention_fwd(int nq, int nk, int heads, int dh, const float *Q,
+                            int ldq, const float *K, int ldk, const float *V,
+                            int ldv, float *A, float *O, int ldo)
+{
+    PICK(attention_fwd, clef_attention_fwd_fn, 2.0 * heads * nq * nk * dh)
+    (nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, O, ldo);
+}
+static void t_attention_bwd(int nq, int nk, int heads, int dh, const float *Q,
+                            int ldq, const float *K, int ldk, const float *V,
+                            int ldv, const float *A, const float *dO, int lddo,
+                            float *dQ, int lddq, float *dK, int lddk,
+                            float *dV, int lddv, float *scratch)
+{
+    PICK(attention_bwd, clef_attention_bwd_fn, 2.0 * heads * nq * nk * dh)
+    (nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, dO, lddo, dQ, lddq, dK,
+     lddk, dV, lddv, scratch);
+}
+static void t_span_mean(int nspan, const int *spans, int n, const float *X,
+                        float *Y)
+{
+    PICK(span_mean, clef_span_mean_fn, (double)nspan * n)
+    (nspan, spans, n, X, Y);
+}
+static void t_span_scatter(int nspan, const int *spans, int n,
+                           const float *dY, float *dX)
+{
+    PICK(span_scatter, clef_span_scatter_fn, (double)nspan * n)
+    (nspan, spans, n, dY, dX);
+}
+static void t_gather_rows(int nidx, const int *idx, int n, const float *X,
+                          float *Y)
+{
+    PICK(gather_rows, clef_gather_rows_fn, (double)nidx * n)
+    (nidx, idx, n, X, Y);
+}
+static void t_scatter_add_rows(int nidx, const int *idx, int n,
+                               const float *dY, float *dX)
+{
+    PICK(scatter_add_rows, clef_scatter_add_rows_fn, (double)nidx * n)
+    (nidx, idx, n, dY, dX);
+}
+static void t_normalize_fwd(int rows, int n, float eps, const float *x,
+                            float *y, float *nrm)
+{
+    PICK(normalize_fwd, clef_normalize_fwd_fn, (double)rows * n)
+    (rows, n, eps, x, y, nrm);
+}
+static void t_normalize_bwd(int rows, int n, float eps, const float *y,
+                            const float *nrm, const float *dy, float *dx)
+{
+    PICK(normalize_bwd, clef_normalize_bwd_fn, (double)rows * n)
+    (rows, n, eps, y, nrm, dy, dx);
+}
+static void t_cosine_fwd(int rows, int n, const float *a, const float *b,
+                         float *ah, float *bh, float *na, float *nb, float *c)
+{
+    PICK(cosine_fwd, clef_cosine_fwd_fn, (double)rows * n)
+    (rows, n, a, b, ah, bh, na, nb, c);
+}
+static void t_cosine_bwd(int rows, int n, const float *ah, const float *bh,
+                         const float *na, const float *nb, const float *dc,
+                         float *da, float *db)
+{
+    PICK(cosine_bwd, clef_cosine_bwd_fn, (double)rows * n)
+    (rows, n, ah, bh, na, nb, dc, da, db);
+}
+static void t_adamw(size_t n, float *theta, const float *g, float *m, float *v,
+                    const clef_adamw_args *a)
+{
+    PICK(adamw, clef_adamw_fn, n)(n, theta, g, m, v, a);
+}
+static void t_loss(int nq, const int *off, const int *is_score, const float *z,
+                   const float *y, const clef_loss_args *a, float *p, float *dz,
+                   double *loss)
+{
+    PICK(loss, clef_loss_fn, nq > 0 ? off[nq] : 0)
+    (nq, off, is_score, z, y, a, p, dz, loss);
+}
+
+static void (*const g_tramp[CLEF_OP_COUNT])(void) = {
+#define TRAMP(op, type) [CLEF_OP_##op] = (void (*)(void))t_##op,
+    CLEF_OPS(TRAMP)
+#undef TRAMP
+};
+
+// ---- auto: choosing ----
+// Built-in preference, best first.
+static const char *const g_builtin[] = {"avx512", "onednn", "avx2", "blis",
+                                        "scalar"};
+
+// NULL when b may compute op under auto here, else why not.
+static const char *unusable(const clef_backend *b, clef_op op, int builtin)
+{
+    if (!b || !b->table)
+        return "not compiled in this build";
+    const char *why = clef_backend_unavailable(b);
+    if (why)
+        return why;
+    if (!table_complete(b))
+        return "incomplete table";
+    int lvl = clef_isa_parse(b->name);
+    if (lvl > clef_isa_level())
+        return "above CLEF_MAX_ISA";
+    if (!clef_backend_native(b, op))
+        return "no kernel of its own for this op";
+#ifndef CLEF_MINIMAL
+    if (builtin && strcmp(b->name, "blis") == 0 && clef_blis_arch_is_generic())
+        return "BLIS runs its generic sub-configuration";
+#endif
+    return NULL;
+}
+
+static void choose_builtin(clef_op op, clef_auto_choice *ch, const char *pre)
+{
+    char skipped[160] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof g_builtin / sizeof g_builtin[0]; i++) {
+        const clef_backend *b = clef_backend_find(g_builtin[i]);
+        const char *why = unusable(b, op, 1);
+        if (!why) {
+            ch->backend = b;
+            ch->source = CLEF_SRC_BUILTIN;
+            snprintf(ch->why, sizeof ch->why, "%sbuilt-in order%s%s", pre,
+                     skipped[0] ? "; skipped " : "", skipped);
+            return;
+        }
+        if (strcmp(why, "no kernel of its own for this op") != 0 &&
+            used < sizeof skipped)
+            used += (size_t)snprintf(skipped + used, sizeof skipped - used,
+                                     "%s%s (%s)", used ? ", " : "",
+                                     g_builtin[i], why);
+    }
+    ch->backend = clef_backend_find("scalar");
+    ch->source = CLEF_SRC_BUILTIN;
+    snprintf(ch->why, sizeof ch->why, "%sbuilt-in order (last resort)", pre);
+}
+
+static void choose(const clef_tuning *t, const char *tname, clef_op op,
+                   int cls, clef_auto_choice *ch)
+{
+    char pre[140] = "";
+    if (t) {
+        // this class, else the nearest measured class
+        static const int order[CLEF_CLASS_COUNT][CLEF_CLASS_COUNT] = {
+            {0, 1, 2}, {1, 0, 2}, {2, 1, 0}};
+        for (int i = 0; i < CLEF_CLASS_COUNT; i++) {
+            const clef_tune_entry *e = &t->e[op][order[cls][i]];
+            if (!e->set)
+                continue;
+            const clef_backend *b = clef_backend_find(e->backend);
+            const char *why = unusable(b, op, 0);
+            if (why) {
+                snprintf(pre, sizeof pre, "tuned %s cannot run (%s); ",
+                         e->backend, why);
+                break;
+            }
+            ch->backend = b;
+            ch->source = i == 0 ? CLEF_SRC_TUNED : CLEF_SRC_TUNED_NEAR;
+            snprintf(ch->why, sizeof ch->why, "tuning file %.48s%s%s, %.3g s",
+                     tname, i ? ", nearest class " : "",
+                     i ? g_class_names[order[cls][i]] : "", e->median_s);
+            return;
+        }
+        if (!pre[0])
+            snprintf(pre, sizeof pre, "not in the tuning file; ");
+    }
+    choose_builtin(op, ch, pre);
+}
+
+// Reads the tuning file for auto; NULL (with a note) when there is none or
+// it does not fit this machine.
+static const clef_tuning *load_for_auto(const char *tune_path, clef_tuning *t,
+                                        char *shown, size_t nshown)
+{
+    char path[1024], err[512];
+    snprintf(shown, nshown, "(none)");
+    if (tune_path && !tune_path[0])
+        return NULL;
+    if (!tune_path) {
+        if (clef_tune_default_path(path, sizeof path) != 0) {
+            if (clef_verbose())
+                fprintf(stderr, "clef: auto: no cache directory "
+                                "(XDG_CACHE_HOME, HOME unset): built-in order\n");
+            return NULL;
+        }
+        tune_path = path;
+    }
+    snprintf(shown, nshown, "%s", tune_path);
+    if (clef_tune_load(tune_path, t, err, sizeof err) != 0) {
+        if (errno == ENOENT) {
+            if (clef_verbose())
+                fprintf(stderr,
+                        "clef: auto: no tuning file %s (run clef-bench --tune): "
+                        "built-in order\n",
+                        tune_path);
+        } else {
+            fprintf(stderr, "clef: auto: tuning file ignored: %s\n", err);
+        }
+        return NULL;
+    }
+    char hash[17];
+    clef_tune_cpu_hash(hash);
+    if (strcmp(hash, t->cpu_hash) != 0) {
+        fprintf(stderr,
+                "clef: auto: tuning file ignored: %s: cpu_hash: measured on "
+                "another CPU (%s, hash %s; this one %s)\n",
+                tune_path, t->cpu, t->cpu_hash, hash);
+        return NULL;
+    }
+    if (clef_verbose())
+        fprintf(stderr,
+                "clef: auto: tuning file %s (%s, %d thread(s), blis %s)\n",
+                tune_path, t->cpu, t->threads, t->blis_arch);
+    return t;
+}
+
+int clef_auto_kernels(clef_kernels *out, const char *tune_path,
+                      clef_auto_choice choices[CLEF_OP_COUNT][CLEF_CLASS_COUNT])
+{
+    clef_tuning tbuf;
+    char tname[1024];
+    const clef_tuning *t = load_for_auto(tune_path, &tbuf, tname, sizeof tname);
+    auto_sel *s = calloc(1, sizeof *s);
+    if (!s)
+        return -1;
+    int verbose = clef_verbose();
+    const char *base = strrchr(tname, '/') ? strrchr(tname, '/') + 1 : tname;
+
+    out->backend = "auto";
+    for (int op = 0; op < CLEF_OP_COUNT; op++) {
+        clef_auto_choice ch[CLEF_CLASS_COUNT];
+        int mixed = 0;
+        for (int c = 0; c < CLEF_CLASS_COUNT; c++) {
+            memset(&ch[c], 0, sizeof ch[c]);
+            choose(t, base, (clef_op)op, c, &ch[c]);
+            s->fn[op][c] = clef_kernels_get(ch[c].backend->table, (clef_op)op);
+            mixed |= s->fn[op][c] != s->fn[op][0];
+            if (choices)
+                choices[op][c] = ch[c];
+            if (verbose)
+                fprintf(stderr, "clef: auto: %-16s %-6s -> %-7s %-32s (%s)\n",
+                        clef_op_names[op], g_class_names[c],
+                        ch[c].backend->name,
+                        ch[c].backend->table->names[op], ch[c].why);
+        }
+        if (!mixed) {
+            set_op(out, (clef_op)op, s->fn[op][0]);
+            out->names[op] = ch[0].backend->table->names[op];
+            continue;
+        }
+        snprintf(s->names[op], sizeof s->names[op],
+                 "auto(small %s, medium %s, large %s)", ch[0].backend->name,
+                 ch[1].backend->name, ch[2].backend->name);
+        set_op(out, (clef_op)op, g_tramp[op]);
+        out->names[op] = s->names[op];
+    }
+    // Publish before anyone can call a trampoline of out.
+    atomic_store_explicit(&g_sel, s, memory_order_release);
+    return 0;
+}
+
+// ---- the registry's `auto` entry ----
+#define SCALAR(op, type) .op = clef_f32_##op##__scalar,
+#define SCALAR_NAME(op, type) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
+clef_kernels clef_auto_table = {
+    .backend = "auto",
+    CLEF_OPS(SCALAR)
+    .names = {CLEF_OPS(SCALAR_NAME)},
+};
+#undef SCALAR
+#undef SCALAR_NAME
+
+static pthread_once_t g_auto_once = PTHREAD_ONCE_INIT;
+
+static void auto_resolve(void)
+{
+    clef_kernels k;
+    memset(&k, 0, sizeof k);
+    if (clef_auto_kernels(&k, NULL, NULL) != 0)
+        return; // keeps the scalar reference
+    // field by field: a reader never sees a torn or NULL entry
+    for (int op = 0; op < CLEF_OP_COUNT; op++) {
+        set_op(&clef_auto_table, (clef_op)op,
+               clef_kernels_get(&k, (clef_op)op));
+        clef_auto_table.names[op] = k.names[op];
+    }
+}
+
+const char *clef_auto_unavailable(void)
+{
+    pthread_once(&g_auto_once, auto_resolve);
+    return NULL;
+}
