@@ -20,9 +20,22 @@
 
 #define GEMM_MR 8
 #define GEMM_NR 12
+// Blocking. CLEF_NEON_GEMM_SMALL_BLOCKS (a test build of scripts/cross-test)
+// shrinks the blocks and threads every call, so the head's small test shapes
+// cross every KC, MC and NC boundary and the OpenMP split.
+#ifdef CLEF_NEON_GEMM_SMALL_BLOCKS
+#define GEMM_KC 32
+#define GEMM_MC 16
+#define GEMM_NC 24
+#define GEMM_PAR_FLOPS 0.0
+#else
 #define GEMM_KC 256
 #define GEMM_MC 64  // multiple of MR: A block (MC,KC) 64 KiB per thread
 #define GEMM_NC 192 // multiple of NR: B block (KC,NC) 192 KiB, shared
+#define GEMM_PAR_FLOPS 4e6 // threads only above this much work
+#endif
+_Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0,
+               "blocks hold whole register tiles");
 
 // C tile (8,12) [+]= Σ_k a[k] (8) ⊗ b[k] (12); a, b packed panels.
 static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
@@ -180,7 +193,7 @@ static void gemm_driver(gemm_layout L, int M, int N, int K, const float *A,
     float Bp[GEMM_KC * GEMM_NC]; // (NC/NR panels of (kc, NR))
     int nblk = (M + GEMM_MC - 1) / GEMM_MC;
     // threads only when there is enough work per MC block to pay for them
-    int par = nblk > 1 && 2.0 * M * N * K >= 4e6;
+    int par = nblk > 1 && 2.0 * M * N * K >= GEMM_PAR_FLOPS;
     for (int j0 = 0; j0 < N; j0 += GEMM_NC) {
         int n = N - j0 < GEMM_NC ? N - j0 : GEMM_NC;
         for (int p0 = 0; p0 < K; p0 += GEMM_KC) {
