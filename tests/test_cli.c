@@ -20,14 +20,31 @@
 // to about 3e-7 relative; the spec says test with 1e-5 (= 84 FLT_EPSILON).
 #define GOLDEN_RTOL (84 * FLT_EPSILON)
 
-// dir/name, malloc'd (tests leak these few bytes on purpose: simpler).
+// dir/name in a per-process pool (each Criterion test is its own process):
+// no ownership to track, nothing leaks.
 static char *file_in(const char *dir, const char *name)
 {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    cr_assert_not_null(p);
-    snprintf(p, n, "%s/%s", dir, name);
+    static char pool[96][1024];
+    static int used;
+    cr_assert_lt(used, 96, "file_in pool exhausted");
+    char *p = pool[used++];
+    int n = snprintf(p, sizeof(pool[0]), "%s/%s", dir, name);
+    cr_assert_lt(n, (int)sizeof(pool[0]), "path too long");
     return p;
+}
+
+// The stderr of the last tp_clef run in dir (a static buffer).
+static const char *err_of(const char *dir)
+{
+    static char buf[8192];
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/err", dir);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return buf;
 }
 
 static json_t *load_json(const char *path)
@@ -104,7 +121,7 @@ Test(cli, golden_one_step, .timeout = 60)
                      "0.25 --eps 1e-8 --decay-scope all --epochs 1 --quiet "
                      "--json-out %s/result.json",
                      GOLDEN_DIR, run, GOLDEN_DIR, dir);
-    cr_assert_eq(rc, 0, "%s", tp_slurp(file_in(dir, "err"), NULL));
+    cr_assert_eq(rc, 0, "%s", err_of(dir));
     json_t *res = load_json(file_in(dir, "result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(res, "status")), "ok");
     cr_expect_eq(json_integer_value(json_object_get(res, "completed_steps")),
@@ -207,10 +224,12 @@ Test(cli, fixture_validate_inspect)
         json_t *a = json_array_get(qs, 0), *b = json_array_get(qs, 1);
         cr_expect_str_eq(json_string_value(json_object_get(a, "id")), "action");
         cr_expect_str_eq(json_string_value(json_object_get(b, "id")), "mode");
-        cr_expect(json_equal(json_object_get(a, "options"),
-                             json_pack("[s, s]", "read", "clarify")));
-        cr_expect(json_equal(json_object_get(b, "options"),
-                             json_pack("[s]", "normal")));
+        json_t *wa = json_pack("[s, s]", "read", "clarify");
+        json_t *wb = json_pack("[s]", "normal");
+        cr_expect(json_equal(json_object_get(a, "options"), wa));
+        cr_expect(json_equal(json_object_get(b, "options"), wb));
+        json_decref(wa);
+        json_decref(wb);
     }
     // labels balanced over the two train records
     int l0 = (int)json_integer_value(json_object_get(
@@ -235,10 +254,8 @@ Test(cli, fixture_validate_inspect)
     // the same seed writes the same package; another seed another one
     cr_assert_eq(tp_clef(dir, "fixture --out %s/again", dir), 0);
     cr_assert_eq(tp_clef(dir, "fixture --out %s/other --seed 1", dir), 0);
-    char *a = tp_slurp(file_in(pkg, "records-000.safetensors"), NULL);
     size_t na, nb, nc;
-    free(a);
-    a = tp_slurp(file_in(pkg, "records-000.safetensors"), &na);
+    char *a = tp_slurp(file_in(pkg, "records-000.safetensors"), &na);
     char *b = tp_slurp(file_in(file_in(dir, "again"),
                                "records-000.safetensors"), &nb);
     char *c = tp_slurp(file_in(file_in(dir, "other"),
@@ -268,7 +285,7 @@ static json_t *train_ok(const char *dir, const char *args)
     int rc = tp_clef(dir, "train --quiet %s --json-out %s/res.json", args,
                      dir);
     cr_assert_eq(rc, 0, "clef train %s: %s", args,
-                 tp_slurp(file_in(dir, "err"), NULL));
+                 err_of(dir));
     json_t *r = load_json(file_in(dir, "res.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
     return r;
@@ -284,7 +301,7 @@ Test(cli, mixed_geometry_trains, .timeout = 60)
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(tp_write_mixed_package(pkg), 0);
     cr_assert_eq(tp_clef(dir, "validate --package %s/package.json", pkg), 0,
-                 "%s", tp_slurp(file_in(dir, "err"), NULL));
+                 "%s", err_of(dir));
     // 4 train records, batch 3: 2 updates per epoch, 2 epochs
     char args[4200];
     snprintf(args, sizeof(args), "--package %s/package.json --run-dir %s/seq "
@@ -376,9 +393,8 @@ Test(cli, resume_equality, .timeout = 120)
              "--epochs 6 --resume %s/split/checkpoint-12.safetensors "
              "--batching bucketed --batch 2 --seed 8", mixed, sub, sub);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
-    char *err = tp_slurp(file_in(dir, "err"), NULL);
+    const char *err = err_of(dir);
     cr_expect(strstr(err, "seed"), "%s", err);
-    free(err);
     snprintf(args, sizeof(args), "%s/split/checkpoint-14.safetensors", sub);
     cr_expect(!tp_exists(args));
     free(dir);
@@ -498,9 +514,8 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
              "%s/run --json-out %s/again.json", pkg, dir, dir);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
     cr_expect(!tp_exists(file_in(dir, "again.json")));
-    char *err = tp_slurp(file_in(dir, "err"), NULL);
+    const char *err = err_of(dir);
     cr_expect(strstr(err, "--run-dir") && strstr(err, "not empty"), "%s", err);
-    free(err);
     // bad flag values: exit 2 before anything exists
     const char *bad[] = {"--epochs -1", "--batch 0", "--lr nan",
                          "--betas 0.9", "--decay-scope none",
@@ -570,12 +585,11 @@ Test(cli, broken_catalogue, .timeout = 120)
         char jo[1100];
         snprintf(jo, sizeof(jo), "%s/r-%02d.json", dir, c);
         cr_expect(!tp_exists(jo), "%s: --json-out was written", bc->name);
-        char *err = tp_slurp(file_in(dir, "err"), NULL);
+        const char *err = err_of(dir);
         for (int k = 0; k < 4 && bc->expect[k]; k++)
             cr_expect(strstr(err, bc->expect[k]) != NULL,
                       "%s: stderr \"%s\" lacks \"%s\"", bc->name, err,
                       bc->expect[k]);
-        free(err);
         rc = tp_clef(dir, "validate --package %s/package.json %s", pdir, pin);
         cr_expect_eq(rc, 2, "validate %s: exit %d", bc->name, rc);
     }

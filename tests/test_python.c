@@ -26,6 +26,18 @@ static void need_numpy(void)
         cr_skip_test("%s has no numpy", PYTHON);
 }
 
+// A file's text in a static buffer (for failure messages).
+static const char *err_text(const char *path)
+{
+    static char buf[8192];
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
 static int py(const char *dir, const char *args)
 {
     char cmd[8192];
@@ -44,9 +56,9 @@ Test(python, selftest_package_validates_and_trains, .timeout = 60)
     int rc = py(dir, args);
     char errp[4200];
     snprintf(errp, sizeof(errp), "%s/err", dir);
-    cr_assert_eq(rc, 0, "clefpkg.py --selftest: %s", tp_slurp(errp, NULL));
+    cr_assert_eq(rc, 0, "clefpkg.py --selftest: %s", err_text(errp));
     rc = tp_clef(dir, "validate --package %s/pkg/package.json", dir);
-    cr_assert_eq(rc, 0, "%s", tp_slurp(errp, NULL));
+    cr_assert_eq(rc, 0, "%s", err_text(errp));
     char outp[4200];
     snprintf(outp, sizeof(outp), "%s/out", dir);
     char *out = tp_slurp(outp, NULL);
@@ -56,10 +68,10 @@ Test(python, selftest_package_validates_and_trains, .timeout = 60)
     free(out);
     rc = tp_clef(dir, "train --quiet --package %s/pkg/package.json --run-dir "
                       "%s/run --epochs 2 --batch 2", dir, dir);
-    cr_expect_eq(rc, 0, "%s", tp_slurp(errp, NULL));
+    cr_expect_eq(rc, 0, "%s", err_text(errp));
     // and Python reads the weights clef exported
     snprintf(args, sizeof(args), "--inspect %s/run/weights.safetensors", dir);
-    cr_assert_eq(py(dir, args), 0, "%s", tp_slurp(errp, NULL));
+    cr_assert_eq(py(dir, args), 0, "%s", err_text(errp));
     json_t *j = json_load_file(outp, 0, NULL);
     cr_assert_not_null(j);
     cr_expect_eq(json_object_size(json_object_get(j, "tensors")),
@@ -82,7 +94,7 @@ Test(python, reads_clef_fixture, .timeout = 60)
     snprintf(man, sizeof(man), "%s/package.json", pkg);
     cr_assert_eq(tp_fixture(pkg), 0);
     snprintf(args, sizeof(args), "--read %s", man);
-    cr_assert_eq(py(dir, args), 0, "%s", tp_slurp(errp, NULL));
+    cr_assert_eq(py(dir, args), 0, "%s", err_text(errp));
     json_t *j = json_load_file(outp, 0, NULL);
     cr_assert_not_null(j);
     clef_package p;
