@@ -613,6 +613,20 @@ out:;
     return rc;
 }
 
+// One short report on stdout (the details are in result.json).
+static void print_summary(const train_run *t)
+{
+    const cli_eval *b = &t->before, *a = &t->after;
+    printf("clef train: %ld steps (to step %ld) in %.3f s, train loss %.6g -> "
+           "%.6g", t->hd.step - t->start_step, t->hd.step, t->train_s,
+           b->loss[CLEF_SPLIT_TRAIN], a->loss[CLEF_SPLIT_TRAIN]);
+    if (a->nq[CLEF_SPLIT_VALIDATION])
+        printf(", validation loss %.6g -> %.6g",
+               b->loss[CLEF_SPLIT_VALIDATION], a->loss[CLEF_SPLIT_VALIDATION]);
+    printf("\nweights: %s/weights.safetensors\nresult: %s/result.json\n",
+           t->run_abs, t->run_abs);
+}
+
 int cli_train(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -646,6 +660,8 @@ int cli_train(int argc, char **argv)
     }
     if (rc)
         cli_fail("train", &err);
+    else
+        print_summary(t);
     json_decref(t->history);
     free_hashes(t->frozen, t->nfrozen);
     cli_eval_free(&t->before);

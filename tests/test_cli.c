@@ -595,3 +595,32 @@ Test(cli, broken_catalogue, .timeout = 120)
     }
     free(dir);
 }
+
+// With a fixed backend the bits do not depend on --threads (CLI.md); without
+// a terminal no progress bar is drawn (stderr stays empty).
+Test(cli, threads_do_not_change_bits, .timeout = 60)
+{
+    char *dir = tp_tmpdir();
+    char *pkg = file_in(dir, "pkg");
+    cr_assert_eq(tp_clef(dir, "fixture --out %s --records 4 --positions 24 "
+                              "--hidden 32 --width 16 --feedforward 40",
+                         pkg), 0);
+    const char *backends[2] = {"scalar", "auto"};
+    for (int b = 0; b < 2; b++) {
+        char w[2][1200];
+        for (int th = 1; th <= 2; th++) {
+            char run[1100];
+            snprintf(run, sizeof(run), "%s/%s-%d", dir, backends[b], th);
+            int rc = tp_clef(dir, "train --package %s/package.json --run-dir "
+                                  "%s --epochs 2 --batch 2 --backend %s "
+                                  "--threads %d", pkg, run, backends[b], th);
+            cr_assert_eq(rc, 0, "%s", err_of(dir));
+            cr_expect_str_eq(err_of(dir), "", "stderr is not a terminal: no "
+                                              "progress bar");
+            snprintf(w[th - 1], sizeof(w[0]), "%s/weights.safetensors", run);
+        }
+        cr_expect(same_file(w[0], w[1]), "%s: --threads 1 and 2 differ",
+                  backends[b]);
+    }
+    free(dir);
+}
