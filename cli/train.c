@@ -41,6 +41,18 @@ static int same_dir(const char *a, const char *b)
     return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
 }
 
+// a and b name the same path, up to trailing slashes (for paths that do not
+// exist yet, like the run dir before it is created).
+static int same_path_text(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    while (na > 1 && a[na - 1] == '/')
+        na--;
+    while (nb > 1 && b[nb - 1] == '/')
+        nb--;
+    return na == nb && !strncmp(a, b, na);
+}
+
 static void dirname_of(const char *path, char *out, size_t n)
 {
     snprintf(out, n, "%s", path);
@@ -144,7 +156,11 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
                                   "exists and is not empty (refused unless "
                                   "--resume points into it)");
     }
-    if (c->json_out && !cli_parent_writable(c->json_out))
+    char jdir[PATH_MAX];
+    if (c->json_out)
+        dirname_of(c->json_out, jdir, sizeof(jdir));
+    if (c->json_out && !cli_parent_writable(c->json_out) &&
+        !same_path_text(jdir, c->run_dir))
         return clef_err_input(err, c->json_out, NULL, "--json-out",
                               "its folder does not exist or is not writable");
     if (!realpath(c->manifest, t->manifest_abs))

@@ -276,6 +276,9 @@ Test(cli, fixture_validate_inspect)
     free(out);
     // refuses a non-empty --out
     cr_expect_eq(tp_clef(dir, "fixture --out %s", pkg), 2);
+    // inspect refuses what is not safetensors
+    cr_expect_eq(tp_clef(dir, "inspect %s/package.json", pkg), 2);
+    cr_expect(strstr(err_of(dir), "package.json"), "%s", err_of(dir));
     json_decref(m);
     free(dir);
 }
@@ -489,6 +492,11 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
              "--epochs 3 --checkpoint-every 1 --keep-checkpoints 2 "
              "--eval-every 2", pkg, dir);
     json_t *r = train_ok(dir, args);
+    // --json-out may name a file inside the run dir it creates
+    cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
+                              "--run-dir %s/r2 --json-out %s/r2/out.json",
+                         pkg, dir, dir), 0, "%s", err_of(dir));
+    cr_expect(tp_exists(file_in(dir, "r2/out.json")));
     cr_expect_eq(json_integer_value(json_object_get(r, "completed_steps")), 6);
     json_t *ck = json_object_get(json_object_get(r, "artifacts"),
                                  "checkpoints");
@@ -621,6 +629,33 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
         }
         cr_expect(same_file(w[0], w[1]), "%s: --threads 1 and 2 differ",
                   backends[b]);
+    }
+    free(dir);
+}
+
+// On a terminal (a pty from script(1)) the bar shows step, epoch, loss,
+// updates per second and time left; --quiet silences it.
+Test(cli, progress_bar_on_a_terminal, .timeout = 60)
+{
+    if (!tp_exists("/usr/bin/script"))
+        cr_skip_test("/usr/bin/script (util-linux) is missing: no pty");
+    char *dir = tp_tmpdir();
+    char *pkg = file_in(dir, "pkg");
+    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0);
+    for (int quiet = 0; quiet < 2; quiet++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof(cmd),
+                 "/usr/bin/script -qec '%s/clef train --package "
+                 "%s/package.json --run-dir %s/run%d --epochs 3 %s' "
+                 "/dev/null >%s/tty 2>&1", CLEF_BIN_DIR, pkg, dir, quiet,
+                 quiet ? "--quiet" : "", dir);
+        cr_assert_eq(system(cmd), 0);
+        char *out = tp_slurp(file_in(dir, "tty"), NULL);
+        cr_assert_not_null(out);
+        int bar = strstr(out, "step 6/6 epoch 3/3 loss") && strstr(out,
+                  "upd/s left");
+        cr_expect_eq(bar, !quiet, "quiet %d: %s", quiet, out);
+        free(out);
     }
     free(dir);
 }
