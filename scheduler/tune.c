@@ -549,7 +549,8 @@ static const char *const g_builtin[] = {"avx512", "onednn", "avx2", "blis",
                                         "scalar"};
 
 // NULL when b may compute op under auto here, else why not.
-static const char *unusable(const clef_backend *b, clef_op op, int builtin)
+static const char *unusable(const clef_backend *b, clef_op op, int builtin,
+                            const clef_auto_facts *f)
 {
     if (!b || !b->table)
         return "not compiled in this build";
@@ -559,24 +560,29 @@ static const char *unusable(const clef_backend *b, clef_op op, int builtin)
     if (!table_complete(b))
         return "incomplete table";
     int lvl = clef_isa_parse(b->name);
-    if (lvl > clef_isa_level())
+    if (lvl > f->max_isa)
         return "above CLEF_MAX_ISA";
     if (!clef_backend_native(b, op))
         return "no kernel of its own for this op";
-#ifndef CLEF_MINIMAL
-    if (builtin && strcmp(b->name, "blis") == 0 && clef_blis_arch_is_generic())
+    if (builtin && strcmp(b->name, "blis") == 0 && f->blis_generic)
         return "BLIS runs its generic sub-configuration";
-#endif
     return NULL;
 }
 
-static void choose_builtin(clef_op op, clef_auto_choice *ch, const char *pre)
+const char *clef_auto_why_not(const clef_backend *b, clef_op op, int builtin,
+                              const clef_auto_facts *f)
+{
+    return unusable(b, op, builtin, f);
+}
+
+static void choose_builtin(clef_op op, clef_auto_choice *ch, const char *pre,
+                           const clef_auto_facts *f)
 {
     char skipped[160] = "";
     size_t used = 0;
     for (size_t i = 0; i < sizeof g_builtin / sizeof g_builtin[0]; i++) {
         const clef_backend *b = clef_backend_find(g_builtin[i]);
-        const char *why = unusable(b, op, 1);
+        const char *why = unusable(b, op, 1, f);
         if (!why) {
             ch->backend = b;
             ch->source = CLEF_SRC_BUILTIN;
@@ -596,7 +602,7 @@ static void choose_builtin(clef_op op, clef_auto_choice *ch, const char *pre)
 }
 
 static void choose(const clef_tuning *t, const char *tname, clef_op op,
-                   int cls, clef_auto_choice *ch)
+                   int cls, clef_auto_choice *ch, const clef_auto_facts *f)
 {
     char pre[140] = "";
     if (t) {
@@ -608,7 +614,7 @@ static void choose(const clef_tuning *t, const char *tname, clef_op op,
             if (!e->set)
                 continue;
             const clef_backend *b = clef_backend_find(e->backend);
-            const char *why = unusable(b, op, 0);
+            const char *why = unusable(b, op, 0, f);
             if (why) {
                 snprintf(pre, sizeof pre, "tuned %s cannot run (%s); ",
                          e->backend, why);
@@ -624,13 +630,14 @@ static void choose(const clef_tuning *t, const char *tname, clef_op op,
         if (!pre[0])
             snprintf(pre, sizeof pre, "not in the tuning file; ");
     }
-    choose_builtin(op, ch, pre);
+    choose_builtin(op, ch, pre, f);
 }
 
 // Reads the tuning file for auto; NULL (with a note) when there is none or
 // it does not fit this machine.
 static const clef_tuning *load_for_auto(const char *tune_path, clef_tuning *t,
-                                        char *shown, size_t nshown)
+                                        char *shown, size_t nshown,
+                                        const clef_auto_facts *f)
 {
     char path[1024], err[512];
     snprintf(shown, nshown, "(none)");
@@ -658,8 +665,7 @@ static const clef_tuning *load_for_auto(const char *tune_path, clef_tuning *t,
         }
         return NULL;
     }
-    char hash[17];
-    clef_tune_cpu_hash(hash);
+    const char *hash = f->cpu_hash;
     if (strcmp(hash, t->cpu_hash) != 0) {
         fprintf(stderr,
                 "clef: auto: tuning file ignored: %s: cpu_hash: measured on "
@@ -674,12 +680,32 @@ static const clef_tuning *load_for_auto(const char *tune_path, clef_tuning *t,
     return t;
 }
 
+void clef_auto_facts_detect(clef_auto_facts *f)
+{
+    memset(f, 0, sizeof *f);
+    f->max_isa = clef_isa_level();
+#ifndef CLEF_MINIMAL
+    f->blis_generic = clef_blis_arch_is_generic();
+#endif
+    clef_tune_cpu_hash(f->cpu_hash);
+}
+
 int clef_auto_kernels(clef_kernels *out, const char *tune_path,
                       clef_auto_choice choices[CLEF_OP_COUNT][CLEF_CLASS_COUNT])
 {
+    clef_auto_facts f;
+    clef_auto_facts_detect(&f);
+    return clef_auto_build(out, tune_path, &f, choices);
+}
+
+int clef_auto_build(clef_kernels *out, const char *tune_path,
+                    const clef_auto_facts *f,
+                    clef_auto_choice choices[CLEF_OP_COUNT][CLEF_CLASS_COUNT])
+{
     clef_tuning tbuf;
     char tname[1024];
-    const clef_tuning *t = load_for_auto(tune_path, &tbuf, tname, sizeof tname);
+    const clef_tuning *t =
+        load_for_auto(tune_path, &tbuf, tname, sizeof tname, f);
     auto_sel *s = calloc(1, sizeof *s);
     if (!s)
         return -1;
@@ -692,7 +718,7 @@ int clef_auto_kernels(clef_kernels *out, const char *tune_path,
         int mixed = 0;
         for (int c = 0; c < CLEF_CLASS_COUNT; c++) {
             memset(&ch[c], 0, sizeof ch[c]);
-            choose(t, base, (clef_op)op, c, &ch[c]);
+            choose(t, base, (clef_op)op, c, &ch[c], f);
             s->fn[op][c] = clef_kernels_get(ch[c].backend->table, (clef_op)op);
             mixed |= s->fn[op][c] != s->fn[op][0];
             if (choices)

@@ -116,6 +116,24 @@ typedef struct clef_auto_choice {
 int clef_auto_kernels(clef_kernels *out, const char *tune_path,
                       clef_auto_choice choices[CLEF_OP_COUNT][CLEF_CLASS_COUNT]);
 
+// What auto's rules depend on besides the registry, detected by
+// clef_auto_kernels(); tests pass their own to clef_auto_build() (a generic
+// BLIS, a lower ISA cap, another CPU).
+typedef struct clef_auto_facts {
+    int max_isa;       // hand-written backends above it are not chosen
+    int blis_generic;  // BLIS runs `generic`: not in the built-in order
+    char cpu_hash[17]; // a tuning file for another hash is ignored
+} clef_auto_facts;
+void clef_auto_facts_detect(clef_auto_facts *f);
+// NULL when auto may choose b for op under f, else why not. builtin: the
+// built-in order's rules (a generic BLIS is skipped there; a tuning file's
+// measured choice is trusted).
+const char *clef_auto_why_not(const clef_backend *b, clef_op op, int builtin,
+                              const clef_auto_facts *f);
+int clef_auto_build(clef_kernels *out, const char *tune_path,
+                    const clef_auto_facts *f,
+                    clef_auto_choice choices[CLEF_OP_COUNT][CLEF_CLASS_COUNT]);
+
 // The registry's `auto` entry: a table built once with the default tuning
 // file the first time clef_auto_unavailable() runs (the registry calls it
 // before the table is used). Always available.

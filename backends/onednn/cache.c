@@ -2,12 +2,14 @@
 // the primitive cache and per-thread scratch.
 //
 // The cache: CACHE_SLOTS primitives keyed by (kind, sizes, strides,
-// accumulate). A lookup holds the mutex for a few compares; a miss builds
+// accumulate, thread count: oneDNN plans a primitive's threads when it
+// creates it). A lookup holds the mutex for a few compares; a miss builds
 // the primitive outside the mutex (milliseconds) and inserts it, evicting
 // the least recently used entry nobody holds. When every slot is held the
 // primitive is used once and destroyed (counted as `uncached`).
 #include "onednn_int.h"
 
+#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,9 +100,12 @@ static clef_onednn_prim *victim_locked(void)
     return lru;
 }
 
-clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *key,
+clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *k,
                                       clef_onednn_build_fn build)
 {
+    clef_onednn_key kt = *k;
+    kt.threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    const clef_onednn_key *key = &kt;
     pthread_mutex_lock(&g_lock);
     clef_onednn_prim *p = find_locked(key);
     if (p) {

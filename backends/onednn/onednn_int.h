@@ -29,10 +29,13 @@ enum {
 // What identifies a primitive: its kind, sizes and strides (meaning per kind),
 // and whether it accumulates into its output. Zero every key before filling
 // it: keys are compared bytewise.
+// The thread count is part of the key: oneDNN fixes a primitive's thread
+// count (and work split) when it creates it. clef_onednn_acquire() fills it.
 typedef struct clef_onednn_key {
     int kind;
     int accumulate;
     int64_t d[ONEDNN_KEY_DIMS];
+    int threads; // omp_get_max_threads(), 1 inside a parallel region
 } clef_onednn_key;
 
 typedef struct clef_onednn_prim {
@@ -50,7 +53,8 @@ typedef int (*clef_onednn_build_fn)(clef_onednn_prim *p);
 dnnl_engine_t clef_onednn_engine(void); // NULL when creation failed
 dnnl_stream_t clef_onednn_stream(void); // this thread's; NULL on failure
 
-// The cached primitive for key (built with build on a miss), held until
+// The cached primitive for key (built with build on a miss) at the calling
+// thread's thread count (key->threads is overwritten), held until
 // clef_onednn_release(). NULL when it cannot be built. Lookups take a mutex
 // for a few compares; building happens outside it.
 clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *key,
