@@ -192,6 +192,11 @@ void clef_batch_counts(const clef_record *const *recs, int n, int *n_q,
 double clef_train_step(const clef_kernels *k, clef_head *hd,
                        const clef_record *const *recs, int n, clef_ws *ws,
                        const clef_train_opts *o);
+// GEMM and attention FLOPs of one update over recs (forward + backward) and
+// of one record's forward (core/flops.c): the work FLOP rates are quoted for.
+double clef_update_flops(const clef_config *c, const clef_record *const *recs,
+                         int n);
+double clef_forward_flops(const clef_config *c, const clef_record *r);
 // Global gradient L2 norm (double accumulation, fixed order).
 double clef_grad_norm(const clef_head *hd);
 // AdamW over every tensor with the current grads (step += 1 first).
