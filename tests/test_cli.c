@@ -106,7 +106,7 @@ Test(cli, version_and_help)
     }
     cr_expect_eq(tp_clef(dir, "frobnicate"), 2);
     cr_expect_eq(tp_clef(dir, "train --epochs"), 2, "flag without value");
-    free(dir);
+    tp_rmdir(dir);
 }
 
 // The golden package, one step through the CLI, against expected.json.
@@ -200,7 +200,7 @@ Test(cli, golden_one_step, .timeout = 60)
     json_decref(res);
     json_decref(res2);
     json_decref(exp);
-    free(dir);
+    tp_rmdir(dir);
 }
 
 Test(cli, fixture_validate_inspect)
@@ -280,7 +280,7 @@ Test(cli, fixture_validate_inspect)
     cr_expect_eq(tp_clef(dir, "inspect %s/package.json", pkg), 2);
     cr_expect(strstr(err_of(dir), "package.json"), "%s", err_of(dir));
     json_decref(m);
-    free(dir);
+    tp_rmdir(dir);
 }
 
 static json_t *train_ok(const char *dir, const char *args)
@@ -326,7 +326,7 @@ Test(cli, mixed_geometry_trains, .timeout = 60)
                          json_object_get(r, "train"), "batching")),
                      "bucketed");
     json_decref(r);
-    free(dir);
+    tp_rmdir(dir);
 }
 
 static int same_file(const char *a, const char *b)
@@ -400,7 +400,7 @@ Test(cli, resume_equality, .timeout = 120)
     cr_expect(strstr(err, "seed"), "%s", err);
     snprintf(args, sizeof(args), "%s/split/checkpoint-14.safetensors", sub);
     cr_expect(!tp_exists(args));
-    free(dir);
+    tp_rmdir(dir);
 }
 
 Test(cli, score_output)
@@ -479,7 +479,7 @@ Test(cli, score_output)
     cr_expect_eq(tp_clef(dir, "score --weights %s/weights.safetensors "
                               "--package %s/package.json", GOLDEN_DIR, pkg), 0,
                  "golden head (d 8, w 8) fits the fixture's head");
-    free(dir);
+    tp_rmdir(dir);
 }
 
 Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
@@ -537,7 +537,7 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
         cr_expect(!tp_exists(file_in(dir, "fresh")), "%s created the run dir",
                   bad[i]);
     }
-    free(dir);
+    tp_rmdir(dir);
 }
 
 // Weights of 1e30 overflow the forward pass: exit 1, status "error".
@@ -566,7 +566,7 @@ Test(cli, non_finite_loss_exits_1, .timeout = 60)
                      "non-finite"));
     cr_expect(tp_exists(file_in(file_in(dir, "run"), "result.json")));
     json_decref(r);
-    free(dir);
+    tp_rmdir(dir);
 }
 
 // Every broken package: exit 2, its own message, and no run dir.
@@ -601,7 +601,7 @@ Test(cli, broken_catalogue, .timeout = 120)
         rc = tp_clef(dir, "validate --package %s/package.json %s", pdir, pin);
         cr_expect_eq(rc, 2, "validate %s: exit %d", bc->name, rc);
     }
-    free(dir);
+    tp_rmdir(dir);
 }
 
 // With a fixed backend the bits do not depend on --threads (CLI.md); without
@@ -630,7 +630,7 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
         cr_expect(same_file(w[0], w[1]), "%s: --threads 1 and 2 differ",
                   backends[b]);
     }
-    free(dir);
+    tp_rmdir(dir);
 }
 
 // On a terminal (a pty from script(1)) the bar shows step, epoch, loss,
@@ -657,5 +657,5 @@ Test(cli, progress_bar_on_a_terminal, .timeout = 60)
         cr_expect_eq(bar, !quiet, "quiet %d: %s", quiet, out);
         free(out);
     }
-    free(dir);
+    tp_rmdir(dir);
 }

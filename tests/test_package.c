@@ -162,7 +162,7 @@ Test(package, mixed_geometry_and_half_precision)
     cr_expect_eq(t->has_target[0], 1);
     cr_expect_eq(t->has_target[1], 0);
     clef_package_free(&p);
-    free(dir);
+    tp_rmdir(dir);
 }
 
 // Every case of the catalogue fails in process with its own message.
@@ -199,5 +199,5 @@ Test(package, broken_catalogue, .timeout = 60)
                       "%s: message \"%s\" lacks \"%s\"", bc->name, err.msg,
                       bc->expect[k]);
     }
-    free(dir);
+    tp_rmdir(dir);
 }

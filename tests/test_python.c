@@ -80,7 +80,7 @@ Test(python, selftest_package_validates_and_trains, .timeout = 60)
                          json_object_get(j, "metadata"), "format")),
                      "clef-head/1");
     json_decref(j);
-    free(dir);
+    tp_rmdir(dir);
 }
 
 Test(python, reads_clef_fixture, .timeout = 60)
@@ -121,5 +121,5 @@ Test(python, reads_clef_fixture, .timeout = 60)
     }
     clef_package_free(&p);
     json_decref(j);
-    free(dir);
+    tp_rmdir(dir);
 }

@@ -21,6 +21,17 @@ char *tp_tmpdir(void)
     return strdup(tmpl);
 }
 
+void tp_rmdir(char *dir)
+{
+    if (dir && !strncmp(dir, "/tmp/clef-test-", 15) && !strchr(dir, '\'')) {
+        char cmd[1100];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cannot remove %s\n", dir);
+    }
+    free(dir);
+}
+
 int tp_clef(const char *dir, const char *fmt, ...)
 {
     char args[3072], cmd[4096];

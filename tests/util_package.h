@@ -11,6 +11,9 @@
 
 // A fresh folder under /tmp (malloc'd path).
 char *tp_tmpdir(void);
+// Removes a folder made by tp_tmpdir (and frees dir). A failing test skips
+// it and leaves the folder for inspection.
+void tp_rmdir(char *dir);
 // Runs `CLEF_BIN_DIR/clef ARGS` with stdout -> DIR/out, stderr -> DIR/err.
 // Returns the exit code, or -1.
 int tp_clef(const char *dir, const char *fmt, ...)
