@@ -400,6 +400,15 @@ Test(cli, resume_equality, .timeout = 120)
     cr_expect(strstr(err, "seed"), "%s", err);
     snprintf(args, sizeof(args), "%s/split/checkpoint-14.safetensors", sub);
     cr_expect(!tp_exists(args));
+    // a checkpoint of another package (same head) is refused
+    cr_assert_eq(tp_clef(dir, "fixture --out %s/other --records 3 --seed 5",
+                         dir), 0);
+    snprintf(args, sizeof(args), "train --package %s/other/package.json "
+             "--run-dir %s/other-run --epochs 4 --batch 2 --max-grad-norm 0.5 "
+             "--resume %s/s1/split/checkpoint-8.safetensors", dir, dir, dir);
+    cr_expect_eq(tp_clef(dir, "%s", args), 2);
+    cr_expect(strstr(err_of(dir), "package_sha256"), "%s", err_of(dir));
+    cr_expect(!tp_exists(file_in(dir, "other-run")));
     tp_rmdir(dir);
 }
 
