@@ -55,8 +55,13 @@ const char *clef_need_avx512(void)
 // Declare a new table here (or include the backend's header) and fill its line.
 static const clef_backend g_backends[] = {
     {"scalar", &clef_scalar_kernels, NULL},
+#if defined(__x86_64__) || defined(__i386__)
     {"avx2", &clef_avx2_kernels, clef_need_avx2},
     {"avx512", &clef_avx512_kernels, clef_need_avx512},
+#else // x86 kernels are built for x86 targets only
+    {"avx2", NULL, NULL},
+    {"avx512", NULL, NULL},
+#endif
     CLEF_NEON_ENTRY,
     {"onednn", NULL, NULL},
     {"blis", NULL, NULL},

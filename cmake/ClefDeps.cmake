@@ -12,6 +12,12 @@ if(NOT OpenMP_C_FOUND)
   clef_missing("OpenMP for C" "gcc")
 endif()
 
+# CLEF_MINIMAL (aarch64 cross builds): OpenMP only; everything below is
+# optional there.
+if(CLEF_MINIMAL)
+  return()
+endif()
+
 find_package(PkgConfig)
 if(NOT PKG_CONFIG_FOUND)
   clef_missing("pkg-config" "pkg-config")

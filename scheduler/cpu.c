@@ -2,7 +2,9 @@
 // Built without ISA flags (see cpu.h).
 #include "cpu.h"
 
+#ifdef CLEF_HAVE_HWLOC // off in CLEF_MINIMAL builds (aarch64 cross)
 #include <hwloc.h>
+#endif
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +82,7 @@ static void detect_isa(clef_cpu *c)
 static void detect_isa(clef_cpu *c) { (void)c; }
 #endif
 
+#ifdef CLEF_HAVE_HWLOC
 static size_t cache_size(hwloc_topology_t topo, hwloc_obj_type_t type)
 {
     hwloc_obj_t o = hwloc_get_next_obj_by_type(topo, type, NULL);
@@ -108,6 +111,10 @@ static void detect_topology(clef_cpu *c)
 cleanup:
     hwloc_topology_destroy(topo);
 }
+#else
+// Without hwloc: topology and caches unknown (0); clef_cpu_l1d/l2 default.
+static void detect_topology(clef_cpu *c) { (void)c; }
+#endif
 
 static int native_level(const clef_cpu *c)
 {

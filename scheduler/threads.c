@@ -1,6 +1,8 @@
 #include "threads.h"
 
+#ifdef CLEF_HAVE_HWLOC // off in CLEF_MINIMAL builds (aarch64 cross)
 #include <hwloc.h>
+#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,11 @@ static int env_count(const char *name)
     return (int)v;
 }
 
+#ifndef CLEF_HAVE_HWLOC
+// Without hwloc: every processor OpenMP sees counts, and threads are not bound.
+static int physical_cores(void) { return omp_get_num_procs(); }
+static void bind_threads(int n) { (void)n; }
+#else
 static int physical_cores(void)
 {
     hwloc_topology_t topo;
@@ -30,6 +37,7 @@ static int physical_cores(void)
     hwloc_topology_destroy(topo);
     return n;
 }
+#endif
 
 int clef_threads_resolve(int requested, const char **source)
 {
@@ -41,7 +49,11 @@ int clef_threads_resolve(int requested, const char **source)
         src = "OMP_NUM_THREADS";
     if (!n) {
         n = physical_cores();
+#ifdef CLEF_HAVE_HWLOC
         src = "hwloc physical cores";
+#else
+        src = "processors (no hwloc)";
+#endif
     }
     if (source)
         *source = src;
@@ -54,6 +66,7 @@ static int verbose(void)
     return v && *v && *v != '0';
 }
 
+#ifdef CLEF_HAVE_HWLOC
 // Binds each OpenMP thread of a team of n to one physical core.
 static void bind_threads(int n)
 {
@@ -79,6 +92,7 @@ static void bind_threads(int n)
 out:
     hwloc_topology_destroy(topo);
 }
+#endif
 
 int clef_threads_setup(int requested)
 {
