@@ -6,6 +6,11 @@
 #include "avx2/avx2.h"
 #include "avx512/avx512.h"
 #include "scheduler/cpu.h"
+#include "scheduler/tune.h" // auto
+#ifndef CLEF_MINIMAL
+#include "blis/blis_backend.h"
+#include "onednn/onednn.h"
+#endif
 
 #if defined(__aarch64__)
 #include <sys/auxv.h> // getauxval, AT_HWCAP
@@ -63,8 +68,14 @@ static const clef_backend g_backends[] = {
     {"avx512", NULL, NULL},
 #endif
     CLEF_NEON_ENTRY,
+#ifndef CLEF_MINIMAL // library backends (issue 6)
+    {"onednn", &clef_onednn_table, clef_onednn_unavailable},
+    {"blis", &clef_blis_table, clef_blis_unavailable},
+#else
     {"onednn", NULL, NULL},
     {"blis", NULL, NULL},
+#endif
+    {"auto", &clef_auto_table, clef_auto_unavailable}, // per op: scheduler/tune.h
 };
 
 int clef_backend_count(void)
