@@ -15,6 +15,7 @@ typedef struct json_t json_t;
 #if !CLEF_MINIMAL
 #include "bench.h"
 #endif
+#include "bench_tune.h" // --tune, libs line (issue 6)
 #include "harness.h"
 #include "scheduler/cpu.h"
 
@@ -48,7 +49,11 @@ static void usage(FILE *f)
             "--train times whole training updates per backend and shape.\n"
             "--list prints the backends, ops and shapes. --budget is the time\n"
             "spent timing each row; --no-time only checks.\n"
-            "Exit: 0 all passed or skipped, 1 a FAIL or MISTRUSTED, 2 bad usage.\n");
+            "Exit: 0 all passed or skipped, 1 a FAIL or MISTRUSTED, 2 bad usage.\n"
+            "\n"
+            "clef-bench --tune [--tune-out FILE] [--threads N] [--budget S] [--seed S]\n"
+            "measures every backend per op and shape class and writes the tuning\n"
+            "file --backend auto reads (default ~/.cache/clef/tune-<cpu>.json).\n");
 }
 
 static int bad_usage(const char *flag, const char *fmt, const char *what)
@@ -208,8 +213,10 @@ static int parse_args(int argc, char **argv, bench_args *a)
         } else if (strcmp(f, "--shape") == 0) {
             shape = v;
         } else if (strcmp(f, "--threads") == 0) {
-            if (parse_number(f, v, 1, 4096, &x) || x != (int)x)
-                return bad_usage(f, "'%s' must be a whole number >= 1", v);
+            if (parse_number(f, v, 1, 4096, &x))
+                return 2;
+            if (x != (int)x)
+                return bad_usage(f, "'%s' must be a whole number", v);
             a->threads = (int)x;
         } else if (strcmp(f, "--seed") == 0) {
             char *end;
@@ -310,9 +317,14 @@ static void print_header(const bench_args *a)
             printf("%s%s", any++ ? " " : "", names[i]);
     printf(") | cores %d, pus %d | threads %d | seed %llu\n", cpu->cores,
            cpu->pus, omp_get_max_threads(), (unsigned long long)a->opts.seed);
-    printf("%-7s %-16s %-10s %-36s %-10s %17s %9s %9s %16s %8s  %s\n",
-           "backend", "op", "shape", "kernel", "verdict", "err/tol (eps)",
-           "median", "min", "rate", "speedup", "sizes");
+    clef_bench_print_libs(stdout);
+    if (a->train)
+        printf("%-7s %-16s %-10s %-36s %-10s %s\n", "backend", "op", "shape",
+               "driver", "verdict", "rate (mean over the timed updates, after one warm-up)");
+    else
+        printf("%-7s %-16s %-10s %-36s %-10s %17s %9s %9s %16s %8s  %s\n",
+               "backend", "op", "shape", "kernel", "verdict", "err/tol (eps)",
+               "median", "min", "rate", "speedup", "sizes");
 }
 
 static void print_row(const clef_bench_result *r)
@@ -388,6 +400,7 @@ static json_t *header_json(const bench_args *a)
     json_object_set_new(h, "threads", json_integer(omp_get_max_threads()));
     json_object_set_new(h, "seed", json_integer((json_int_t)a->opts.seed));
     json_object_set_new(h, "budget_s", json_real(a->opts.budget_s));
+    json_object_set_new(h, "blis_arch", json_string(clef_bench_blis_arch()));
     return h;
 }
 #endif
@@ -407,26 +420,40 @@ static void count(tally *t, const clef_bench_result *r)
         t->failed++; // FAIL and MISTRUSTED
 }
 
+// A row without a case: SKIP (backend unavailable) or FAIL (no memory).
+static void row_without_case(clef_bench_result *r, const clef_backend *b,
+                             clef_op op, const clef_bench_shape *s)
+{
+    memset(r, 0, sizeof *r);
+    const char *why = clef_backend_unavailable(b);
+    r->verdict = why ? CLEF_BENCH_SKIP : CLEF_BENCH_FAIL;
+    snprintf(r->backend, sizeof r->backend, "%s", b->name);
+    snprintf(r->op, sizeof r->op, "%s", clef_op_names[op]);
+    snprintf(r->shape, sizeof r->shape, "%s", s->name);
+    snprintf(r->reason, sizeof r->reason, "%s",
+             why ? why : "out of memory building the case");
+}
+
 static void run_kernels(const bench_args *a, json_t *rows, tally *t)
 {
+    int runnable = 0; // cases (and the reference) only when a backend can run
+    for (int bi = 0; bi < a->nbackends; bi++)
+        runnable += clef_backend_unavailable(a->backends[bi]) == NULL;
     for (int si = 0; si < a->nshapes; si++) {
         for (int oi = 0; oi < a->nops; oi++) {
             clef_op op = (clef_op)a->ops[oi];
-            clef_bench_case *c = clef_bench_case_new(op, a->shapes[si], a->opts.seed);
-            if (c)
-                clef_bench_case_reference(c, &clef_scalar_kernels, &a->opts);
+            clef_bench_case *c = NULL;
+            if (runnable) {
+                c = clef_bench_case_new(op, a->shapes[si], a->opts.seed);
+                if (c)
+                    clef_bench_case_reference(c, &clef_scalar_kernels, &a->opts);
+            }
             for (int bi = 0; bi < a->nbackends; bi++) {
                 clef_bench_result r;
-                if (c) {
+                if (c)
                     clef_bench_case_run(c, a->backends[bi], &a->opts, &r);
-                } else {
-                    memset(&r, 0, sizeof r);
-                    r.verdict = CLEF_BENCH_FAIL;
-                    snprintf(r.backend, sizeof r.backend, "%s", a->backends[bi]->name);
-                    snprintf(r.op, sizeof r.op, "%s", clef_op_names[op]);
-                    snprintf(r.shape, sizeof r.shape, "%s", a->shapes[si]->name);
-                    snprintf(r.reason, sizeof r.reason, "out of memory building the case");
-                }
+                else
+                    row_without_case(&r, a->backends[bi], op, a->shapes[si]);
                 print_row(&r);
                 fflush(stdout);
                 count(t, &r);
@@ -442,6 +469,8 @@ static void run_kernels(const bench_args *a, json_t *rows, tally *t)
 
 int main(int argc, char **argv)
 {
+    if (clef_bench_wants_tune(argc, argv))
+        return clef_bench_tune_main(argc, argv);
     bench_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)
