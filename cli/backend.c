@@ -4,27 +4,25 @@
 #include <string.h>
 
 #include "cli.h"
-#include "scheduler/cpu.h"
-#include "scheduler/dispatch.h"
 #include "registry.h"
 #include "scheduler/threads.h"
+#include "scheduler/tune.h"
 
-// `auto`: per op, the best kernel this CPU runs under CLEF_MAX_ISA
-// (scheduler/dispatch.h), unless the registry names an "auto" of its own.
+// `auto`: per op and shape class, the tuning file's choice or the built-in
+// preference order (scheduler/tune.h).
 static int auto_kernels(clef_kernels *out, clef_err *err)
 {
-    char why[256] = "";
-    if (clef_dispatch_build(out, clef_isa_level(), "auto", why, sizeof(why)))
+    if (clef_auto_kernels(out, NULL, NULL) != 0)
         return clef_err_input(err, NULL, NULL, "--backend",
-                              "auto: no kernel table: %s", why);
+                              "auto: no backend can run on this machine");
     return 0;
 }
 
 int cli_kernels(const char *name, clef_kernels *out, clef_err *err)
 {
-    const clef_backend *b = clef_backend_find(name);
-    if (!b && !strcmp(name, "auto"))
+    if (!strcmp(name, "auto"))
         return auto_kernels(out, err);
+    const clef_backend *b = clef_backend_find(name);
     if (!b)
         return clef_err_input(err, NULL, NULL, "--backend",
                               "unknown backend \"%s\" (see clef --version)",
