@@ -8,8 +8,9 @@
 // against the scalar reference) at every shape: the head's shapes (tiny,
 // fixture, mid, released), timed, and the edge battery, checked only. Each
 // timed shape falls in the shape class of its work (clef_shape_class_of);
-// a backend's time for a class is the sum of its medians over the class's
-// shapes, and the fastest backend wins the class.
+// a backend's time for a class is the sum over the class's shapes of its
+// best (minimum) time per call, the estimate least disturbed by other
+// processes on a shared machine, and the fastest backend wins the class.
 #include "bench_tune.h"
 
 #include <omp.h>
@@ -177,7 +178,7 @@ static int candidates(clef_op op, const clef_backend **out)
 
 typedef struct op_tally {
     int failed[MAX_CAND];                // parity failed at some shape
-    double t[MAX_CAND][CLEF_CLASS_COUNT]; // summed medians
+    double t[MAX_CAND][CLEF_CLASS_COUNT]; // summed best times
     int shapes[CLEF_CLASS_COUNT];        // timed shapes per class
 } op_tally;
 
@@ -211,7 +212,7 @@ static int run_shape(clef_op op, const clef_bench_shape *s,
             continue;
         }
         if (timed)
-            t->t[i][cls] += r.t_median;
+            t->t[i][cls] += r.t_min;
     }
     clef_bench_case_free(c);
     return 0;
@@ -227,7 +228,7 @@ static void print_header(const tune_args *a, const char *path)
     clef_bench_print_libs(stdout);
     printf("tuning file: %s\n", path);
     printf("%-16s %-6s %6s  %s\n", "op", "class", "shapes",
-           "median per backend (summed over the class's shapes) -> choice");
+           "best time per call per backend (s, summed over the class's shapes) -> choice");
 }
 
 static void choose_class(clef_op op, int cls, const clef_backend *const *cand,
@@ -260,7 +261,7 @@ static void choose_class(clef_op op, int cls, const clef_backend *const *cand,
     clef_tune_entry *e = &tf->e[op][cls];
     e->set = 1;
     snprintf(e->backend, sizeof e->backend, "%s", cand[best]->name);
-    e->median_s = t->t[best][cls];
+    e->time_s = t->t[best][cls];
     printf("%s -> %s\n", line, cand[best]->name);
 }
 

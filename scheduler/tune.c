@@ -210,11 +210,11 @@ static int load_entry(json_t *v, const char *path, const char *field,
     const clef_backend *b = clef_backend_find(e->backend);
     if (!b || strcmp(e->backend, "auto") == 0)
         return fail(err, nerr, path, f, "unknown backend");
-    snprintf(f, sizeof f, "%s.median_s", field);
-    json_t *m = json_object_get(v, "median_s");
+    snprintf(f, sizeof f, "%s.time_s", field);
+    json_t *m = json_object_get(v, "time_s");
     if (!json_is_number(m) || !(json_number_value(m) >= 0.0))
         return fail(err, nerr, path, f, "must be a number >= 0");
-    e->median_s = json_number_value(m);
+    e->time_s = json_number_value(m);
     e->set = 1;
     return 0;
 }
@@ -340,7 +340,7 @@ int clef_tune_save(const char *path, const clef_tuning *t, char *err,
                 continue;
             json_t *v = json_object();
             json_object_set_new(v, "backend", json_string(e->backend));
-            json_object_set_new(v, "median_s", json_real(e->median_s));
+            json_object_set_new(v, "time_s", json_real(e->time_s));
             json_object_set_new(per_op, g_class_names[c], v);
         }
         if (json_object_size(per_op))
@@ -624,7 +624,7 @@ static void choose(const clef_tuning *t, const char *tname, clef_op op,
             ch->source = i == 0 ? CLEF_SRC_TUNED : CLEF_SRC_TUNED_NEAR;
             snprintf(ch->why, sizeof ch->why, "tuning file %.48s%s%s, %.3g s",
                      tname, i ? ", nearest class " : "",
-                     i ? g_class_names[order[cls][i]] : "", e->median_s);
+                     i ? g_class_names[order[cls][i]] : "", e->time_s);
             return;
         }
         if (!pre[0])

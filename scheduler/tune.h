@@ -71,7 +71,7 @@ int clef_op_work_is_flops(clef_op op);
 typedef struct clef_tune_entry {
     int set;          // 0: not measured
     char backend[16]; // the fastest backend that passed
-    double median_s;  // its time (summed over the class's shapes)
+    double time_s;    // its best time per call, summed over the class's shapes
 } clef_tune_entry;
 
 typedef struct clef_tuning {

@@ -102,7 +102,7 @@ Test(tune, tuning_file_round_trip_creates_directories_atomically)
             if (!t.e[op][c].set)
                 continue;
             cr_expect_str_eq(u.e[op][c].backend, t.e[op][c].backend);
-            cr_expect_eq(u.e[op][c].median_s, t.e[op][c].median_s);
+            cr_expect_eq(u.e[op][c].time_s, t.e[op][c].time_s);
         }
     // nothing but the file in its directory (the temp file was renamed)
     char ls[256];
@@ -172,16 +172,16 @@ Test(tune, tuning_file_rejections_name_file_field_and_rule)
                     "choices.gemm_nt.huge");
     expect_rejected(dir,
                     HEAD "\"choices\": {\"gemm_nt\": {\"small\": {\"backend\": "
-                         "\"mkl\", \"median_s\": 1}}}}",
+                         "\"mkl\", \"time_s\": 1}}}}",
                     "choices.gemm_nt.small.backend");
     expect_rejected(dir,
                     HEAD "\"choices\": {\"gemm_nt\": {\"small\": {\"backend\": "
-                         "\"auto\", \"median_s\": 1}}}}",
+                         "\"auto\", \"time_s\": 1}}}}",
                     "choices.gemm_nt.small.backend");
     expect_rejected(dir,
                     HEAD "\"choices\": {\"gemm_nt\": {\"small\": {\"backend\": "
-                         "\"scalar\", \"median_s\": -1}}}}",
-                    "choices.gemm_nt.small.median_s");
+                         "\"scalar\", \"time_s\": -1}}}}",
+                    "choices.gemm_nt.small.time_s");
     // a missing file: ENOENT, so auto can tell "none" from "broken"
     char path[160];
     snprintf(path, sizeof path, "%s/none.json", dir);
