@@ -1,7 +1,8 @@
 // NEON GEMM: 8x12 register-tiled microkernel (24 accumulators + 2 A and 3 B
 // vectors = 29 of the 32 vector registers), Goto/BLIS blocking with packed
-// panels on the stack (no allocation), every remainder through zero-padded
-// panels and a stack tile.
+// panels on the stack (no allocation: 192 KiB of B panels in the calling
+// thread, 64 KiB of A panels per thread), every remainder through
+// zero-padded panels and a stack tile.
 //   clef_f32_gemm_nt_8x12__neon  C (M,N) [+]= A (M,K) · B (N,K)ᵀ
 //   clef_f32_gemm_nn_8x12__neon  C (M,N) [+]= A (M,K) · B (K,N)
 //   clef_f32_gemm_tn_8x12__neon  C (M,N) [+]= A (K,M)ᵀ · B (K,N)
