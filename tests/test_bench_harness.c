@@ -5,7 +5,9 @@
 #include <criterion/criterion.h>
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "../bench/harness.h"
 
@@ -301,4 +303,39 @@ Test(bench_harness, cases_are_deterministic_in_the_seed)
     clef_bench_result r1 = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
     clef_bench_result r2 = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
     cr_assert_str_eq(r1.mismatches, r2.mismatches);
+}
+
+// ---- the program: last line, exit codes ----
+// Runs cmd, returns its exit status and its last line of stdout in last.
+static int run_cli(const char *args, char *last, size_t len)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s/clef-bench %s 2>/dev/null", CLEF_BIN_DIR, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p, "%s", cmd);
+    char line[1024];
+    last[0] = 0;
+    while (fgets(line, sizeof line, p))
+        snprintf(last, len, "%s", line);
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(bench_harness, the_program_ends_with_the_counts_and_exits_by_verdict)
+{
+    char last[1024];
+    int rc = run_cli("--backend scalar,neon --op gemm_nt,loss --shape tiny "
+                     "--no-time",
+                     last, sizeof last);
+    cr_assert_eq(rc, 0);
+    // scalar passes both ops; neon is never compiled on x86 and SKIPs
+    // (on arm64 it runs and passes)
+#if defined(__aarch64__)
+    cr_assert_str_eq(last, "4 passed, 0 failed, 0 skipped\n");
+#else
+    cr_assert_str_eq(last, "2 passed, 0 failed, 2 skipped\n");
+#endif
+    cr_assert_eq(run_cli("--backend nosuch", last, sizeof last), 2);
+    cr_assert_eq(run_cli("--shape huge", last, sizeof last), 2);
+    cr_assert_eq(run_cli("--threads 0", last, sizeof last), 2);
 }
