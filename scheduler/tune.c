@@ -169,7 +169,7 @@ static int fail(char *err, size_t nerr, const char *path, const char *field,
                 const char *rule)
 {
     if (err && nerr)
-        snprintf(err, nerr, "%s: %s: %s", path, field, rule);
+        snprintf(err, nerr, "%.400s: %s: %s", path, field, rule);
     return -1;
 }
 
