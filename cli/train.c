@@ -165,8 +165,10 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
                               "its folder does not exist or is not writable");
     if (!realpath(c->manifest, t->manifest_abs))
         snprintf(t->manifest_abs, sizeof(t->manifest_abs), "%s", c->manifest);
-    t->ws = clef_ws_create(&t->pkg.cfg, t->pkg.Tmax, t->pkg.Qmax,
-                           t->pkg.Omax);
+    // sized for the largest batch of c->batch records: packed in one pass
+    clef_ws_limits lim;
+    clef_ws_limits_for(t->pkg.records, t->pkg.nrecords, c->batch, &lim);
+    t->ws = clef_ws_create_limits(&t->pkg.cfg, &lim);
     if (!t->ws)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     return 0;

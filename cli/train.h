@@ -36,6 +36,11 @@ typedef struct train_plan {
     int bucketed;
     uint64_t seed;
 } train_plan;
+// Shape buckets of the records of one split (split < 0: all), scheduler/
+// buckets.h; bucket_of (nrecords) gets ids or −1. Returns 0 or −1.
+struct clef_bucket_stats;
+int cli_buckets(const clef_package *pkg, int split, int *bucket_of,
+                struct clef_bucket_stats *st);
 int cli_plan_build(const clef_package *pkg, int batch, int bucketed,
                    uint64_t seed, train_plan *p);
 // Fixes p->perm for epoch e (identity for sequential).

@@ -1,20 +1,48 @@
 // The update order of clef train (CLI.md):
 //   sequential  train records in manifest order, consecutive groups of B;
-//   bucketed    records grouped by geometry (T, Q, option counts) into
-//               buckets (in order of first appearance), each bucket cut into
+//   bucketed    records grouped into shape buckets (scheduler/buckets.h:
+//               same questions and option counts, T within the padding
+//               bound), buckets in order of first appearance, each cut into
 //               consecutive groups of B; each epoch runs the batches in an
 //               order drawn from clef_rng seeded with seed + epoch·φ64.
+#include <stdlib.h>
 #include <string.h>
 
 #include "rng.h"
+#include "scheduler/buckets.h"
 #include "train.h"
 
-static int same_geometry(const clef_record *a, const clef_record *b)
+// Shape bucket of every record (−1 for records not in `split`, or for all
+// records when split < 0 means every split). nopt is filled for the
+// geometries and freed by the caller. Returns 0 or −1.
+int cli_buckets(const clef_package *pkg, int split, int *bucket_of,
+                clef_bucket_stats *st)
 {
-    if (a->T != b->T || a->Q != b->Q)
-        return 0;
-    return memcmp(a->opt_off, b->opt_off, (size_t)(a->Q + 1) * sizeof(int))
-           == 0;
+    int n = pkg->nrecords, rc = -1;
+    clef_geometry *g = calloc((size_t)n + 1, sizeof(*g));
+    int *use = calloc((size_t)n + 1, sizeof(int));
+    int **nopt = calloc((size_t)n + 1, sizeof(int *));
+    if (!g || !use || !nopt)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        const clef_record *r = &pkg->records[i];
+        nopt[i] = malloc(sizeof(int) * ((size_t)r->Q + 1));
+        if (!nopt[i])
+            goto out;
+        for (int q = 0; q < r->Q; q++)
+            nopt[i][q] = r->opt_off[q + 1] - r->opt_off[q];
+        g[i] = (clef_geometry){r->T, r->Q, nopt[i]};
+        use[i] = split < 0 || r->split == split;
+    }
+    rc = clef_buckets_assign(g, n, use, CLEF_BUCKET_MAX_WASTE, bucket_of, st);
+out:
+    if (nopt)
+        for (int i = 0; i < n; i++)
+            free(nopt[i]);
+    free(nopt);
+    free(use);
+    free(g);
+    return rc;
 }
 
 int cli_plan_build(const clef_package *pkg, int batch, int bucketed,
@@ -34,20 +62,33 @@ int cli_plan_build(const clef_package *pkg, int batch, int bucketed,
         cli_plan_free(p);
         return -1;
     }
-    // bucket id of every train record: first record of its geometry
+    // bucket id of every train record, named by its bucket's first record
     int k = 0;
-    for (int i = 0; i < pkg->nrecords; i++) {
-        const clef_record *r = &pkg->records[i];
-        bucket[i] = -1;
-        if (r->split != CLEF_SPLIT_TRAIN)
-            continue;
-        bucket[i] = i;
-        if (bucketed)
-            for (int j = 0; j < i; j++)
-                if (bucket[j] == j && same_geometry(&pkg->records[j], r)) {
-                    bucket[i] = j;
-                    break;
-                }
+    clef_bucket_stats st;
+    if (bucketed && cli_buckets(pkg, CLEF_SPLIT_TRAIN, bucket, &st)) {
+        free(bucket);
+        cli_plan_free(p);
+        return -1;
+    }
+    if (bucketed) {
+        int *first = malloc(((size_t)pkg->nrecords + 1) * sizeof(int));
+        if (!first) {
+            free(bucket);
+            cli_plan_free(p);
+            return -1;
+        }
+        for (int i = 0; i < pkg->nrecords; i++)
+            first[i] = -1;
+        for (int i = 0; i < pkg->nrecords; i++)
+            if (bucket[i] >= 0) {
+                if (first[bucket[i]] < 0)
+                    first[bucket[i]] = i;
+                bucket[i] = first[bucket[i]];
+            }
+        free(first);
+    } else {
+        for (int i = 0; i < pkg->nrecords; i++)
+            bucket[i] = pkg->records[i].split == CLEF_SPLIT_TRAIN ? i : -1;
     }
     // order: sequential = manifest order; bucketed = bucket after bucket
     p->nbatches = 0;

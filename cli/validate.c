@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "scheduler/buckets.h"
+#include "train.h"
 
 static const char *help =
     "usage: clef validate --package DIR/package.json [--package-sha256 HEX]\n"
@@ -56,34 +58,47 @@ static void hist_print(const char *title, const hist *h)
 // The geometry key of a record: "T=6 Q=2 options=2,1".
 static void geometry(const clef_record *r, char *buf, size_t n)
 {
-    size_t k = (size_t)snprintf(buf, n, "T=%d Q=%d options=", r->T, r->Q);
+    size_t k = (size_t)snprintf(buf, n, "Q=%d options=", r->Q);
     for (int q = 0; q < r->Q && k < n; q++)
         k += (size_t)snprintf(buf + k, n - k, "%s%d", q ? "," : "",
                               r->opt_off[q + 1] - r->opt_off[q]);
 }
 
+// Shape buckets (scheduler/buckets.h) and what padding would cost: clef runs
+// batches packed, so the waste shown is what a padded executor would pay.
 static void print_buckets(const clef_package *pkg)
 {
-    int n = pkg->nrecords, nb = 0;
-    char(*keys)[256] = malloc((size_t)n * sizeof(*keys));
-    int *cnt = calloc((size_t)n, sizeof(int));
-    if (!keys || !cnt)
+    int n = pkg->nrecords;
+    int *b = calloc((size_t)n + 1, sizeof(int));
+    clef_bucket_stats st;
+    if (!b || cli_buckets(pkg, -1, b, &st))
         abort();
-    for (int i = 0; i < n; i++) {
-        char k[256];
-        geometry(&pkg->records[i], k, sizeof(k));
-        int b = 0;
-        while (b < nb && strcmp(keys[b], k))
-            b++;
-        if (b == nb)
-            memcpy(keys[nb++], k, sizeof(k));
-        cnt[b]++;
+    printf("shape buckets: %d (T grouped within %.1f%% padding per record)\n",
+           st.nbuckets, 100.0 * CLEF_BUCKET_MAX_WASTE);
+    for (int k = 0; k < st.nbuckets; k++) {
+        int count = 0, tmin = 0, tmax = 0, first = -1;
+        for (int i = 0; i < n; i++) {
+            if (b[i] != k)
+                continue;
+            int T = pkg->records[i].T;
+            if (first < 0) {
+                first = i;
+                tmin = tmax = T;
+            }
+            tmin = T < tmin ? T : tmin;
+            tmax = T > tmax ? T : tmax;
+            count++;
+        }
+        char opts[256];
+        geometry(&pkg->records[first], opts, sizeof(opts));
+        printf("  %s; T %d..%d padded to %d: %d record%s\n", opts, tmin, tmax,
+               tmax, count, count == 1 ? "" : "s");
     }
-    printf("geometry buckets: %d\n", nb);
-    for (int b = 0; b < nb; b++)
-        printf("  %s: %d record%s\n", keys[b], cnt[b], cnt[b] == 1 ? "" : "s");
-    free(keys);
-    free(cnt);
+    printf("padding waste if padded to bucket T: %.1f%% (%zu of %zu memory "
+           "rows); clef packs batches and computes none of it\n",
+           100.0 * clef_bucket_waste(&st), st.padded_rows - st.real_rows,
+           st.padded_rows);
+    free(b);
 }
 
 int cli_validate(int argc, char **argv)

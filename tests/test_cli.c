@@ -243,7 +243,7 @@ Test(cli, fixture_validate_inspect)
     char *out = tp_slurp(file_in(dir, "out"), NULL);
     cr_expect(strstr(out, "records: 3 (train 2, validation 1, test 0)"), "%s",
               out);
-    cr_expect(strstr(out, "T=6 Q=2 options=2,1: 3 records"), "%s", out);
+    cr_expect(strstr(out, "Q=2 options=2,1; T 6..6 padded to 6: 3 records"), "%s", out);
     free(out);
     cr_assert_eq(tp_clef(dir, "inspect %s/init.safetensors", pkg), 0);
     out = tp_slurp(file_in(dir, "out"), NULL);
@@ -272,7 +272,8 @@ Test(cli, fixture_validate_inspect)
     cr_assert_eq(tp_clef(dir, "validate --package %s/qn/package.json", dir),
                  0);
     out = tp_slurp(file_in(dir, "out"), NULL);
-    cr_expect(strstr(out, "T=20 Q=3 options=4,4,4: 7 records"), "%s", out);
+    cr_expect(strstr(out, "Q=3 options=4,4,4; T 20..20 padded to 20: 7 records"),
+              "%s", out);
     free(out);
     // refuses a non-empty --out
     cr_expect_eq(tp_clef(dir, "fixture --out %s", pkg), 2);
