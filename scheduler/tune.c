@@ -177,6 +177,13 @@ static int fail(char *err, size_t nerr, const char *path, const char *field,
 int clef_tune_load(const char *path, clef_tuning *t, char *err, size_t nerr)
 {
     memset(t, 0, sizeof *t);
+    struct stat st;
+    if (stat(path, &st) != 0) { // none: auto says so only under CLEF_VERBOSE
+        int e = errno;
+        fail(err, nerr, path, "(file)", strerror(e));
+        errno = e;
+        return -1;
+    }
     errno = ENOSYS;
     return fail(err, nerr, path, "(file)", "built without jansson (CLEF_MINIMAL)");
 }
