@@ -43,6 +43,14 @@ static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
 #undef STORE
 }
 
+// Row remainders use the full tile: with MR = 6 the waste is small.
+static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
+                          int ldc, int accum, int mr)
+{
+    (void)mr;
+    gemm_ukr(kc, a, b, c, ldc, accum);
+}
+
 #include "tmpl_gemm.h"
 
 void clef_f32_gemm_nt_6x16__avx2(int M, int N, int K, const float *A, int lda,

@@ -5,6 +5,10 @@
 //   GEMM_MR, GEMM_NR          register tile (rows of C, columns of C)
 //   gemm_ukr(kc, a, b, c, ldc, accum)
 //                             C tile (MR,NR) [+]= Ap (kc,MR)ᵀ-panel · Bp (kc,NR)
+//   gemm_ukr_rows(kc, a, b, c, ldc, accum, mr)
+//                             the same for at least the first mr rows (the
+//                             rows beyond mr may be written too: c is a
+//                             scratch tile then)
 //   GEMM_SMALL_ISA            suffix for the small-shape helpers
 // and includes vec.h first.
 //
@@ -170,7 +174,7 @@ static inline void gemm_tile(int kc, const float *Ap, const float *Bp, float *C,
         return;
     }
     float t[GEMM_MR * GEMM_NR] __attribute__((aligned(64)));
-    gemm_ukr(kc, Ap, Bp, t, GEMM_NR, 0);
+    gemm_ukr_rows(kc, Ap, Bp, t, GEMM_NR, 0, mr);
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
             C[(size_t)i * ldc + j] =
@@ -186,6 +190,9 @@ static int gemm_threads(int M, int N, int K)
 }
 
 // The packed path. Returns -1 when the packing buffers cannot be allocated.
+// Loop order: for each KC block, pack all of op(A)[:, p0:p0+kc] once (so A is
+// packed once per call, not once per NC block), then for each NC block pack
+// B, and for each MC block (an L2-sized slice of packed A) run the tiles.
 static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
                        int lda, const float *B, int ldb, float *C, int ldc,
                        int accumulate)
@@ -193,41 +200,41 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
     gemm_blocking bl = gemm_blocking_get();
     int kcmax = K < bl.kc ? K : bl.kc;
     int ncmax = N < bl.nc ? N : bl.nc;
-    int mcmax = M < bl.mc ? M : bl.mc;
     int ncp = (ncmax + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
-    int mcp = (mcmax + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
+    int mp = (M + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
     float *Bp = aligned_alloc(64, ((size_t)kcmax * ncp * sizeof(float) + 63) / 64 * 64);
-    float *Ap = aligned_alloc(64, ((size_t)kcmax * mcp * sizeof(float) + 63) / 64 * 64);
+    float *Ap = aligned_alloc(64, ((size_t)kcmax * mp * sizeof(float) + 63) / 64 * 64);
     if (!Bp || !Ap) {
         free(Bp);
         free(Ap);
         return -1;
     }
+    int mpan = mp / GEMM_MR;
     int nth = gemm_threads(M, N, K);
 #pragma omp parallel num_threads(nth) if (nth > 1)
-    for (int j0 = 0; j0 < N; j0 += bl.nc) {
-        int n = N - j0 < bl.nc ? N - j0 : bl.nc;
-        int npan = (n + GEMM_NR - 1) / GEMM_NR;
-        for (int p0 = 0; p0 < K; p0 += bl.kc) {
-            int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
-            int acc = accumulate || p0 > 0;
+    for (int p0 = 0; p0 < K; p0 += bl.kc) {
+        int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
+        int acc = accumulate || p0 > 0;
+        // Ap: panel ip holds rows [ip·MR, ip·MR + MR) of op(A), (kc, MR)
+#pragma omp for schedule(static)
+        for (int ip = 0; ip < mpan; ip++) {
+            int ir = ip * GEMM_MR;
+            int mr = M - ir < GEMM_MR ? M - ir : GEMM_MR;
+            float *d = Ap + (size_t)ir * kc;
+            if (L.a_trans)
+                pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + ir, lda, d);
+            else
+                pack_rows(GEMM_MR, mr, kc, A + (size_t)ir * lda + p0, lda, d);
+        }
+        for (int j0 = 0; j0 < N; j0 += bl.nc) {
+            int n = N - j0 < bl.nc ? N - j0 : bl.nc;
+            int npan = (n + GEMM_NR - 1) / GEMM_NR;
 #pragma omp for schedule(static)
             for (int jp = 0; jp < npan; jp++)
                 pack_b_panel(L, n, kc, B, ldb, j0, p0, jp, Bp);
             for (int i0 = 0; i0 < M; i0 += bl.mc) {
                 int m = M - i0 < bl.mc ? M - i0 : bl.mc;
-                int mpan = (m + GEMM_MR - 1) / GEMM_MR;
-#pragma omp for schedule(static)
-                for (int ip = 0; ip < mpan; ip++) {
-                    int ir = ip * GEMM_MR;
-                    int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
-                    float *d = Ap + (size_t)ir * kc;
-                    if (L.a_trans)
-                        pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + i0 + ir, lda, d);
-                    else
-                        pack_rows(GEMM_MR, mr, kc, A + (size_t)(i0 + ir) * lda + p0, lda, d);
-                }
-                // output tiles: NR-panels of this block split statically
+                // output tiles: NR panels of this block split statically
 #pragma omp for schedule(static)
                 for (int jp = 0; jp < npan; jp++) {
                     int jr = jp * GEMM_NR;
@@ -235,7 +242,7 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
                     const float *bp = Bp + (size_t)jr * kc;
                     for (int ir = 0; ir < m; ir += GEMM_MR) {
                         int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
-                        gemm_tile(kc, Ap + (size_t)ir * kc, bp,
+                        gemm_tile(kc, Ap + (size_t)(i0 + ir) * kc, bp,
                                   C + (size_t)(i0 + ir) * ldc + j0 + jr, ldc,
                                   mr, nr, acc);
                     }

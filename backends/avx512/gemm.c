@@ -9,27 +9,13 @@
 #define GEMM_MR 14
 #define GEMM_NR 32
 
-// C (14,32) [+]= Σ_k a[k] (14) ⊗ b[k] (32); a, b packed panels.
-static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
-                     float *restrict c, int ldc, int accum)
-{
+// Register-tile building blocks: row i of the tile lives in c<i>0, c<i>1.
 #define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
-    DECL(0) DECL(1) DECL(2) DECL(3) DECL(4) DECL(5) DECL(6)
-    DECL(7) DECL(8) DECL(9) DECL(10) DECL(11) DECL(12) DECL(13)
-#undef DECL
-    for (int k = 0; k < kc; k++) {
-        __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #define ROW(i)                                                                 \
     {                                                                          \
         __m512 ai = _mm512_set1_ps(a[i]);                                      \
         c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                            \
         c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                            \
-    }
-        ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6)
-        ROW(7) ROW(8) ROW(9) ROW(10) ROW(11) ROW(12) ROW(13)
-#undef ROW
-        a += GEMM_MR;
-        b += GEMM_NR;
     }
 #define STORE(i)                                                               \
     {                                                                          \
@@ -41,9 +27,45 @@ static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
         _mm512_storeu_ps(ci, c##i##0);                                         \
         _mm512_storeu_ps(ci + 16, c##i##1);                                    \
     }
-    STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6)
-    STORE(7) STORE(8) STORE(9) STORE(10) STORE(11) STORE(12) STORE(13)
-#undef STORE
+// A microkernel over the first rows of a packed 14-row A panel:
+//   C (R,32) [+]= Σ_k a[k][0:R] ⊗ b[k] (32)
+#define DEFINE_UKR(name, ROWS)                                                 \
+    static void name(int kc, const float *restrict a,                         \
+                     const float *restrict b, float *restrict c, int ldc,     \
+                     int accum)                                                \
+    {                                                                          \
+        ROWS(DECL)                                                             \
+        ROWS(PREFETCH_C)                                                       \
+        for (int k = 0; k < kc; k++) {                                         \
+            __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);        \
+            ROWS(ROW)                                                          \
+            a += GEMM_MR;                                                      \
+            b += GEMM_NR;                                                      \
+        }                                                                      \
+        ROWS(STORE)                                                            \
+    }
+#define PREFETCH_C(i)                                                          \
+    _mm_prefetch((const char *)(c + (size_t)(i) * ldc), _MM_HINT_T0);          \
+    _mm_prefetch((const char *)(c + (size_t)(i) * ldc + 16), _MM_HINT_T0);
+#define ROWS14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define ROWS4(X) X(0) X(1) X(2) X(3)
+
+// 14x32: 28 accumulators, 2 B vectors, one broadcast = 31 of 32 registers
+DEFINE_UKR(gemm_ukr, ROWS14)
+DEFINE_UKR(gemm_ukr_8, ROWS8)
+DEFINE_UKR(gemm_ukr_4, ROWS4)
+
+// Row-remainder tiles (mr < 14) compute only the rows they need.
+static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
+                          int ldc, int accum, int mr)
+{
+    if (mr <= 4)
+        gemm_ukr_4(kc, a, b, c, ldc, accum);
+    else if (mr <= 8)
+        gemm_ukr_8(kc, a, b, c, ldc, accum);
+    else
+        gemm_ukr(kc, a, b, c, ldc, accum);
 }
 
 #include "../avx2/tmpl_gemm.h"
