@@ -483,6 +483,7 @@ int main(int argc, char **argv)
         omp_set_num_threads(a.threads);
 
     tally t = {0, 0, 0};
+    int json_failed = 0;
     print_header(&a);
 #if CLEF_MINIMAL
     run_kernels(&a, NULL, &t);
@@ -506,12 +507,11 @@ int main(int argc, char **argv)
         if (json_dump_file(doc, a.json, JSON_INDENT(1)) != 0) {
             fprintf(stderr, "clef-bench: --json %s: cannot write the file\n",
                     a.json);
-            json_decref(doc);
-            return 1;
+            json_failed = 1;
         }
         json_decref(doc);
     }
 #endif
     printf("%d passed, %d failed, %d skipped\n", t.passed, t.failed, t.skipped);
-    return t.failed ? 1 : 0;
+    return t.failed || json_failed ? 1 : 0;
 }
