@@ -250,6 +250,10 @@ Test(onednn, softmax_fwd_bwd_vs_scalar_with_masked_rows)
             if (rows > 1)
                 for (int i = 0; i < n; i++)
                     cr_assert_eq(y[(size_t)n + i], 0.0f, "masked row");
+            clef_test_fcopy(y, x, rn); // in place: y = softmax(y)
+            k->softmax_fwd(rows, n, y, y);
+            cr_assert(close_eps("softmax in place", y, yr, rn, t), "rows=%d n=%d",
+                      rows, n);
             clef_test_fill_pattern(dx, rn);
             clef_test_fcopy(dxr, dx, rn);
             k->softmax_bwd(rows, n, yr, dy, dx);

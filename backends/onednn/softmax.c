@@ -2,7 +2,7 @@
 // a (rows, n) tensor).
 //
 // kernels.h: a row of only −INF gives zeros; oneDNN gives NaN (−INF − −INF),
-// so such rows are found (their first output is NaN) and zeroed. The
+// so such rows are found before the call (x and y may alias) and zeroed. The
 // backward's diff_src lands in scratch and is added to dx.
 #include "onednn_int.h"
 
@@ -61,20 +61,14 @@ static clef_onednn_prim *acquire(int kind, int rows, int n,
     return clef_onednn_acquire(&key, b);
 }
 
-// Zeroes the rows of y whose x row is entirely −INF.
-static void zero_masked_rows(int rows, int n, const float *x, float *y)
+// 1 when row x (n) is entirely −INF (stops at the first other entry, so a
+// normal row costs one compare).
+static int row_masked(int n, const float *x)
 {
-    for (int r = 0; r < rows; r++) {
-        float *yr = y + (size_t)r * n; // (n)
-        if (!isnan(yr[0]))
-            continue;
-        const float *xr = x + (size_t)r * n; // (n)
-        int all_masked = 1;
-        for (int i = 0; i < n && all_masked; i++)
-            all_masked = xr[i] == -INFINITY;
-        if (all_masked)
-            memset(yr, 0, (size_t)n * sizeof(float));
-    }
+    for (int i = 0; i < n; i++)
+        if (x[i] != -INFINITY)
+            return 0;
+    return 1;
 }
 
 // y (rows,n) = softmax(x) per row
@@ -82,7 +76,15 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y)
 {
     if (rows <= 0 || n <= 0)
         return;
-    clef_onednn_prim *p = acquire(ONEDNN_SOFTMAX_FWD, rows, n, build_fwd);
+    // fully masked rows, found before y is written (x and y may alias)
+    float *masked = clef_onednn_scratch((size_t)rows); // (rows) 1 or 0
+    int any_masked = 0;
+    for (int r = 0; masked && r < rows; r++) {
+        masked[r] = (float)row_masked(n, x + (size_t)r * n);
+        any_masked |= masked[r] != 0.0f;
+    }
+    clef_onednn_prim *p =
+        masked ? acquire(ONEDNN_SOFTMAX_FWD, rows, n, build_fwd) : NULL;
     int rc = -1;
     if (p) {
         clef_onednn_arg args[] = {{DNNL_ARG_SRC, &p->md[MD_DATA], x},
@@ -94,7 +96,9 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y)
         clef_onednn_fallback()->softmax_fwd(rows, n, x, y);
         return;
     }
-    zero_masked_rows(rows, n, x, y);
+    for (int r = 0; any_masked && r < rows; r++)
+        if (masked[r] != 0.0f)
+            memset(y + (size_t)r * n, 0, (size_t)n * sizeof(float));
 }
 
 // dx (rows,n) += y ⊙ (dy − Σ dy ⊙ y)
