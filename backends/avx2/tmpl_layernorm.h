@@ -5,7 +5,8 @@
 //        partial sums combined in a fixed tree: deterministic.
 //   bwd: dx (rows, n) += rstd (dxh − mean(dxh) − xhat·mean(dxh⊙xhat)),
 //        dgamma (n) += Σ dy⊙xhat, dbeta (n) += Σ dy (columns sum from zero over
-//        increasing rows, the reference's order).
+//        increasing rows, the reference's order); one fused sweep for rows up
+//        to LN_FUSED_MAX.
 
 // Σ x over a row with 2 vector accumulators.
 static inline float ln_row_sum(int n, const float *x)
@@ -72,23 +73,42 @@ void CLEF_KNAME(layernorm_fwd)(int rows, int n, const float *x,
     }
 }
 
-// dx row (n) += rs (dxh − mean1 − xhat·mean2), dxh = dy ⊙ gamma.
+// Rows up to this length take the fused backward: one sweep reads dy and
+// xhat once for dx, dgamma and dbeta (the per-column partial sums live on the
+// stack, 2 × 32 KiB at most).
+#define LN_FUSED_MAX 8192
+
+// dx row (n) += rs (dxh − mean1 − xhat·mean2), dxh = dy ⊙ gamma; when sg is
+// not NULL also sg (n) += dy ⊙ xhat and sb (n) += dy (column partial sums,
+// no FMA: the reference's rounding).
 static void ln_bwd_row(int n, const float *g, const float *h, float rs,
-                       const float *gamma, float *d)
+                       const float *gamma, float *d, float *sg, float *sb)
 {
     vf s1 = vf_zero(), s2 = vf_zero();
     int i = 0;
     for (; i + VW <= n; i += VW) {
-        vf dxh = vf_mul(vf_load(g + i), vf_load(gamma + i));
+        vf gi = vf_load(g + i), hi = vf_load(h + i);
+        vf dxh = vf_mul(gi, vf_load(gamma + i));
         s1 = vf_add(s1, dxh);
-        s2 = vf_fma(dxh, vf_load(h + i), s2);
+        s2 = vf_fma(dxh, hi, s2);
+        if (sg) {
+            vf_store(sg + i, vf_add(vf_load(sg + i), vf_mul(gi, hi)));
+            vf_store(sb + i, vf_add(vf_load(sb + i), gi));
+        }
     }
     if (i < n) {
         int t = n - i;
-        vf dxh = vf_mul(vf_loadn(g + i, t), vf_loadn(gamma + i, t));
+        vf gi = vf_loadn(g + i, t), hi = vf_loadn(h + i, t);
+        vf dxh = vf_mul(gi, vf_loadn(gamma + i, t));
         s1 = vf_add(s1, dxh);
-        s2 = vf_fma(dxh, vf_loadn(h + i, t), s2);
+        s2 = vf_fma(dxh, hi, s2);
+        if (sg) {
+            vf_storen(sg + i, vf_add(vf_loadn(sg + i, t), vf_mul(gi, hi)), t);
+            vf_storen(sb + i, vf_add(vf_loadn(sb + i, t), gi), t);
+        }
     }
+    if (!d)
+        return;
     vf m1 = vf_set1(vf_hsum(s1) / (float)n), m2 = vf_set1(vf_hsum(s2) / (float)n);
     vf r = vf_set1(rs);
     for (i = 0; i + VW <= n; i += VW) {
@@ -104,7 +124,7 @@ static void ln_bwd_row(int n, const float *g, const float *h, float rs,
     }
 }
 
-// dgamma, dbeta columns [c, c + w) (w ≤ VW) over all rows.
+// dgamma, dbeta columns [c, c + w) (w ≤ VW) over all rows (long rows only).
 static void ln_bwd_cols(int rows, int n, int c, int w, const float *dy,
                         const float *xhat, float *dgamma, float *dbeta)
 {
@@ -130,10 +150,25 @@ void CLEF_KNAME(layernorm_bwd)(int rows, int n, const float *dy,
                                const float *gamma, float *dx, float *dgamma,
                                float *dbeta)
 {
+    if (n <= LN_FUSED_MAX) {
+        float sg[LN_FUSED_MAX] __attribute__((aligned(64)));
+        float sb[LN_FUSED_MAX] __attribute__((aligned(64)));
+        memset(sg, 0, sizeof(float) * n);
+        memset(sb, 0, sizeof(float) * n);
+        for (int r = 0; r < rows; r++) {
+            size_t o = (size_t)r * n;
+            ln_bwd_row(n, dy + o, xhat + o, rstd[r], gamma, dx ? dx + o : NULL, sg, sb);
+        }
+        for (int c = 0; c < n; c++) {
+            dgamma[c] += sg[c];
+            dbeta[c] += sb[c];
+        }
+        return;
+    }
     if (dx)
         for (int r = 0; r < rows; r++) {
             size_t o = (size_t)r * n;
-            ln_bwd_row(n, dy + o, xhat + o, rstd[r], gamma, dx + o);
+            ln_bwd_row(n, dy + o, xhat + o, rstd[r], gamma, dx + o, NULL, NULL);
         }
     for (int c = 0; c < n; c += VW)
         ln_bwd_cols(rows, n, c, n - c < VW ? n - c : VW, dy, xhat, dgamma, dbeta);

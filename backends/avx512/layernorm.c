@@ -2,6 +2,7 @@
 // Body written once for both ISAs: backends/avx2/tmpl_layernorm.h (vector layer
 // in this directory's vec.h).
 #include <math.h>
+#include <string.h>
 
 #include "vec.h"
 #include "avx512.h"
