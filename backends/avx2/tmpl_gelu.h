@@ -11,10 +11,17 @@ static inline vf gelu_finite(vf x)
     return vf_min(vf_set1(3.40282347e+38f), vf_max(vf_set1(-3.40282347e+38f), x));
 }
 
+// y = x Φ(x); for x < 0 formed as (x · ½ erfcx) · e^{−x²/2} so that Φ, which
+// is subnormal before y is (x ≈ −13), never rounds away y's precision.
 static inline vf gelu_fwd_v(vf x)
 {
-    vf e2;
-    vf y = vf_mul(gelu_finite(x), vf_norm_cdf(x, &e2));
+    vf xc, e2, q;
+    vf_norm_parts(x, &xc, &e2, &q);
+    vf xf = gelu_finite(x);
+    vf hq = vf_mul(vf_set1(0.5f), q);
+    vf neg = vf_mul(vf_mul(xf, hq), e2);
+    vf pos = vf_mul(xf, vf_fnma(hq, e2, vf_set1(1.0f)));
+    vf y = vf_select(vf_lt(xc, vf_zero()), neg, pos);
     return vf_select(vf_gt(x, vf_set1(3.40282347e+38f)), x, y); // +Inf -> +Inf
 }
 

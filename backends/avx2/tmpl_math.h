@@ -108,26 +108,78 @@ static inline vf vf_erf(vf x)
     return vf_select(vf_isnan(x), x, y);
 }
 
-// Φ(x) = erfc(−x/√2)/2, relative-accurate in the lower tail (no 1 + erf
-// cancellation); *e2 = e^{−x²/2} for φ(x) = e2/√(2π).
-static inline vf vf_norm_cdf(vf x, vf *e2)
+// e^x for x ≤ 0 without the special cases (results below FLT_MIN flush to
+// 0; NaN propagates through the arithmetic): the GELU hot path.
+static inline vf vf_exp_neg(vf x)
+{
+    const vf lo = vf_set1(-87.3365447505531f);
+    vf xc = vf_max(lo, x);
+    vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
+    vf r = vf_fnma(n, vf_set1(0.693359375f), xc);
+    r = vf_fnma(n, vf_set1(-2.12194440e-4f), r);
+    vf p = vf_set1(1.9841269841e-4f);
+    p = vf_fma(p, r, vf_set1(1.3888888889e-3f));
+    p = vf_fma(p, r, vf_set1(8.3333333333e-3f));
+    p = vf_fma(p, r, vf_set1(4.1666666667e-2f));
+    p = vf_fma(p, r, vf_set1(1.6666666667e-1f));
+    p = vf_fma(p, r, vf_set1(0.5f));
+    p = vf_fma(p, r, vf_set1(1.0f));
+    p = vf_fma(p, r, vf_set1(1.0f));
+    vf y = vf_mul(p, vf_pow2i(n));
+    return vf_select(vf_lt(x, lo), vf_zero(), y);
+}
+
+// erfcx(u) for u in [0, 4): degree 16 in u − 2 (one polynomial: no select,
+// no division on the hot path).
+static inline vf vf_erfcx_0_4(vf u)
+{
+    vf t = vf_sub(u, vf_set1(2.0f));
+    vf q = vf_set1(3.346257715e-09f);
+    q = vf_fma(q, t, vf_set1(-1.644465897e-08f));
+    q = vf_fma(q, t, vf_set1(1.261427940e-08f));
+    q = vf_fma(q, t, vf_set1(-6.542442144e-09f));
+    q = vf_fma(q, t, vf_set1(3.641633270e-07f));
+    q = vf_fma(q, t, vf_set1(-1.604064664e-06f));
+    q = vf_fma(q, t, vf_set1(4.653990800e-06f));
+    q = vf_fma(q, t, vf_set1(-1.560990677e-05f));
+    q = vf_fma(q, t, vf_set1(5.557759141e-05f));
+    q = vf_fma(q, t, vf_set1(-1.855742594e-04f));
+    q = vf_fma(q, t, vf_set1(5.926880985e-04f));
+    q = vf_fma(q, t, vf_set1(-1.831183909e-03f));
+    q = vf_fma(q, t, vf_set1(5.440609995e-03f));
+    q = vf_fma(q, t, vf_set1(-1.546076499e-02f));
+    q = vf_fma(q, t, vf_set1(4.180277884e-02f));
+    q = vf_fma(q, t, vf_set1(-1.067964509e-01f));
+    return vf_fma(q, t, vf_set1(2.553956807e-01f));
+}
+
+// Φ(x) = erfc(−x/√2)/2 = ½ e^{−x²/2} erfcx(|x|/√2) for x < 0 (1 − that for
+// x ≥ 0): one path for every x, relative-accurate in the lower tail (no
+// 1 + erf cancellation) until e^{−x²/2} flushes below FLT_MIN (x < −13.2).
+// *e2 = e^{−x²/2}, for φ(x) = e2/√(2π). The |x|/√2 ≥ 4 piece (|x| > 5.66)
+// is evaluated only when a lane needs it.
+static inline void vf_norm_parts(vf x, vf *xc, vf *e2, vf *q)
 {
     // Φ(±20) is 1 or 0 in float and e^{−200} flushes: clamping keeps x² finite
     // (no Inf − Inf in the exact split); NaN passes through min/max.
-    x = vf_min(vf_set1(20.0f), vf_max(vf_set1(-20.0f), x));
-    vf ax = vf_abs(x);
-    vf u = vf_mul(ax, vf_set1(0.70710678118654752f)); // |x|/√2
-    vf half = vf_set1(0.5f);
-    // |x|/√2 < 0.875: Φ = ½ + ½ erf(x/√2)
-    vf xs = vf_mul(x, vf_set1(0.70710678118654752f));
-    vf inner = vf_fma(half, vf_mul(xs, vf_erf_p(vf_mul(xs, xs))), half);
-    // tail: erfc(u) = e^{−x²/2} erfcx(u), x² split exactly
-    *e2 = vf_exp_neg_sq(x, 0.5f);
-    vf uc = vf_max(vf_set1(0.875f), vf_min(u, vf_set1(10.1f)));
-    vf halferfc = vf_mul(vf_mul(half, *e2), vf_erfcx_q(uc));
-    vf tail = vf_select(vf_lt(x, vf_zero()), halferfc, vf_sub(vf_set1(1.0f), halferfc));
-    vf y = vf_select(vf_lt(u, vf_set1(0.875f)), inner, tail);
-    return vf_select(vf_isnan(x), x, y);
+    *xc = vf_min(vf_set1(20.0f), vf_max(vf_set1(-20.0f), x));
+    vf u = vf_mul(vf_abs(*xc), vf_set1(0.70710678118654752f)); // |x|/√2
+    vf hi = vf_mul(*xc, *xc);
+    vf lo = vf_fms(*xc, *xc, hi);
+    vf e = vf_exp_neg(vf_mul(vf_set1(-0.5f), hi));
+    *e2 = vf_fnma(e, vf_mul(vf_set1(0.5f), lo), e); // e^{−(hi+lo)/2}
+    *q = vf_erfcx_0_4(u);
+    vm far = vf_le(vf_set1(4.0f), u);
+    if (vm_any(far))
+        *q = vf_select(far, vf_erfcx_q(vf_min(u, vf_set1(10.1f))), *q);
+}
+
+static inline vf vf_norm_cdf(vf x, vf *e2)
+{
+    vf xc, q;
+    vf_norm_parts(x, &xc, e2, &q);
+    vf h = vf_mul(vf_mul(vf_set1(0.5f), *e2), q);
+    return vf_select(vf_lt(xc, vf_zero()), h, vf_sub(vf_set1(1.0f), h));
 }
 
 #endif
