@@ -360,8 +360,9 @@ static int cmp_double(const void *a, const void *b)
 // The run arrays have just been used by the check call (the warm-up). A
 // sample is `inner` back-to-back calls, inner doubled until a sample lasts
 // BENCH_MIN_SAMPLE_S (so the clock's resolution and overhead do not count);
-// samples repeat until the budget is spent (at least 3, or 1 when one sample
-// outlasts the budget), capped at o->max_reps. Times are per call.
+// samples repeat until the budget is spent and there are at least 3 (1 when a
+// call takes over BENCH_SLOW_CALL_S), capped at o->max_reps. Times are per
+// call.
 #define BENCH_MIN_SAMPLE_S 20e-6
 // A check call longer than this (and than the budget) is itself the one
 // timing sample: released-size scalar GEMMs take minutes per call.
@@ -395,7 +396,7 @@ static void time_kernel(clef_bench_case *c, const clef_kernels *k,
     }
     while (n < cap) {
         double spent = now_s() - start;
-        if (spent >= o->budget_s && (n >= 3 || (n >= 1 && t[0] > o->budget_s)))
+        if (spent >= o->budget_s && (n >= 3 || (n >= 1 && t[0] > BENCH_SLOW_CALL_S)))
             break;
         double t0 = now_s();
         for (long i = 0; i < inner; i++)
