@@ -60,7 +60,8 @@ void clef_f32_gemm_nt_6x16__avx2(int M, int N, int K, const float *A, int lda,
     gemm_layout L = {0, 1};
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
-        gemm_nt_small(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        if (gemm_nt_small_t(M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
+            gemm_nt_small(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 void clef_f32_gemm_nn_6x16__avx2(int M, int N, int K, const float *A, int lda,

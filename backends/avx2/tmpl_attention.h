@@ -14,6 +14,7 @@ void CLEF_KNAME(attention_fwd)(int nq, int nk, int heads, int dh,
                                const float *V, int ldv, float *A, float *O,
                                int ldo)
 {
+    CLEF_NARROW(dh <= 8, clef_f32_attention_fwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, O, ldo));
     float scale = attn_scale(dh);
     for (int h = 0; h < heads; h++) {
         float *Ah = A + (size_t)h * nq * nk; // (nq, nk)
@@ -34,6 +35,7 @@ void CLEF_KNAME(attention_bwd)(int nq, int nk, int heads, int dh,
                                float *dK, int lddk, float *dV, int lddv,
                                float *scratch)
 {
+    CLEF_NARROW(dh <= 8, clef_f32_attention_bwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, dO, lddo, dQ, lddq, dK, lddk, dV, lddv, scratch));
     float scale = attn_scale(dh);
     float *dS = scratch; // (nq, nk): dA, then dS in place
     for (int h = 0; h < heads; h++) {

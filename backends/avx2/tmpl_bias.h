@@ -6,6 +6,7 @@
 
 void CLEF_KNAME(bias_add)(int rows, int n, const float *b, float *y)
 {
+    CLEF_NARROW(n <= 8, clef_f32_bias_add__avx2(rows, n, b, y));
     int nv = n / VW * VW, t = n - nv;
     for (int r = 0; r < rows; r++) {
         float *yr = y + (size_t)r * n; // (n)
@@ -40,6 +41,7 @@ static void colsum_block(int rows, int n, int c, int nvec, int tail,
 
 void CLEF_KNAME(colsum)(int rows, int n, const float *dy, float *db)
 {
+    CLEF_NARROW(n <= 8, clef_f32_colsum__avx2(rows, n, dy, db));
     for (int c = 0; c < n; c += 4 * VW) {
         int left = n - c;
         int nvec = left >= 4 * VW ? 4 : (left + VW - 1) / VW;

@@ -5,6 +5,7 @@
 void CLEF_KNAME(gather_rows)(int nidx, const int *idx, int n, const float *X,
                              float *Y)
 {
+    CLEF_NARROW(n <= 8, clef_f32_gather_rows__avx2(nidx, idx, n, X, Y));
     for (int i = 0; i < nidx; i++) {
         const float *x = X + (size_t)idx[i] * n; // (n)
         float *y = Y + (size_t)i * n;            // (n)
@@ -19,6 +20,7 @@ void CLEF_KNAME(gather_rows)(int nidx, const int *idx, int n, const float *X,
 void CLEF_KNAME(scatter_add_rows)(int nidx, const int *idx, int n,
                                   const float *dY, float *dX)
 {
+    CLEF_NARROW(n <= 8, clef_f32_scatter_add_rows__avx2(nidx, idx, n, dY, dX));
     for (int i = 0; i < nidx; i++) {
         const float *g = dY + (size_t)i * n; // (n)
         float *d = dX + (size_t)idx[i] * n;  // (n)

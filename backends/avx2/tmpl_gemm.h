@@ -303,44 +303,103 @@ static void gemm_nt_small(int M, int N, int K, const float *A, int lda,
     }
 }
 
-// C row i (N) [+]= Σ_k a(i,k) B[k] (N); a(i,k) = A[i·sai + k·sak].
-// Up to 4 vectors of C stay in registers across the whole K loop.
+// Small-shape row kernels: C rows [i, i + R) (R ≤ 8), columns [j, j + w)
+// (w ≤ 2·VW) [+]= Σ_k a(i,k) B[k][j..], a(i,k) = A[i·sai + k·sak]. R rows run
+// side by side so the FMA chains are independent (one row alone would wait
+// on the FMA latency every k).
+static inline vf rs_ld(const float *p, int w) { return w >= VW ? vf_load(p) : vf_loadn(p, w); }
+static inline void rs_st(float *p, vf v, int w, int accum)
+{
+    if (accum)
+        v = vf_add(rs_ld(p, w), v);
+    if (w >= VW)
+        vf_store(p, v);
+    else
+        vf_storen(p, v, w);
+}
+
+// R rows × one vector (w ≤ VW)
+static inline void rows_block_1v(int R, int K, const float *A, size_t sai,
+                                 size_t sak, const float *B, int ldb, float *C,
+                                 int ldc, int w, int accum)
+{
+    vf s[8];
+    for (int r = 0; r < 8; r++)
+        s[r] = vf_zero();
+    for (int k = 0; k < K; k++) {
+        vf b = rs_ld(B + (size_t)k * ldb, w);
+        const float *a = A + k * sak;
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++)
+            if (r < R)
+                s[r] = vf_fma(vf_set1(a[r * sai]), b, s[r]);
+    }
+    for (int r = 0; r < R; r++)
+        rs_st(C + (size_t)r * ldc, s[r], w, accum);
+}
+
+// R (≤ 4) rows × two vectors (VW < w ≤ 2·VW)
+static inline void rows_block_2v(int R, int K, const float *A, size_t sai,
+                                 size_t sak, const float *B, int ldb, float *C,
+                                 int ldc, int w, int accum)
+{
+    vf s0[4], s1[4];
+    for (int r = 0; r < 4; r++)
+        s0[r] = s1[r] = vf_zero();
+    for (int k = 0; k < K; k++) {
+        const float *bk = B + (size_t)k * ldb;
+        vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);
+        const float *a = A + k * sak;
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+            if (r < R) {
+                vf ar = vf_set1(a[r * sai]);
+                s0[r] = vf_fma(ar, b0, s0[r]);
+                s1[r] = vf_fma(ar, b1, s1[r]);
+            }
+    }
+    for (int r = 0; r < R; r++) {
+        rs_st(C + (size_t)r * ldc, s0[r], VW, accum);
+        rs_st(C + (size_t)r * ldc + VW, s1[r], w - VW, accum);
+    }
+}
+
+// C (M,N) [+]= Σ_k a(i,k) B[k] over all rows: 8-row blocks for one-vector
+// column chunks, 4-row blocks for two-vector chunks.
 static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
                             size_t sak, const float *B, int ldb, float *C,
                             int ldc, int accum)
 {
-    for (int i = 0; i < M; i++) {
-        const float *a = A + i * sai;
-        float *c = C + (size_t)i * ldc;
-        for (int j = 0; j < N; j += 4 * VW) {
-            int nv = (N - j + VW - 1) / VW;
-            if (nv > 4)
-                nv = 4;
-            int tail = (N - j) - (nv - 1) * VW; // lanes in the last vector
-            if (tail > VW)
-                tail = VW;
-            vf s[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
-            for (int k = 0; k < K; k++) {
-                vf av = vf_set1(a[k * sak]);
-                const float *b = B + (size_t)k * ldb + j;
-                for (int u = 0; u < nv - 1; u++)
-                    s[u] = vf_fma(av, vf_load(b + u * VW), s[u]);
-                vf bl = tail == VW ? vf_load(b + (nv - 1) * VW)
-                                   : vf_loadn(b + (nv - 1) * VW, tail);
-                s[nv - 1] = vf_fma(av, bl, s[nv - 1]);
-            }
-            for (int u = 0; u < nv; u++) {
-                int n = u == nv - 1 ? tail : VW;
-                float *cp = c + j + u * VW;
-                vf old = accum ? (n == VW ? vf_load(cp) : vf_loadn(cp, n)) : vf_zero();
-                vf r = accum ? vf_add(old, s[u]) : s[u];
-                if (n == VW)
-                    vf_store(cp, r);
-                else
-                    vf_storen(cp, r, n);
-            }
+    for (int j = 0; j < N; j += 2 * VW) {
+        int w = N - j < 2 * VW ? N - j : 2 * VW;
+        int rb = w <= VW ? 8 : 4;
+        for (int i = 0; i < M; i += rb) {
+            int R = M - i < rb ? M - i : rb;
+            const float *a = A + i * sai;
+            float *c = C + (size_t)i * ldc + j;
+            if (w <= VW)
+                rows_block_1v(R, K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
+            else
+                rows_block_2v(R, K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
         }
     }
+}
+
+// nt with a short reduction (K ≤ 32) and few columns: Bᵀ (K,N) goes to a
+// small stack buffer (a plain transpose, not panel packing) and the row
+// kernels run on it; dot products with horizontal sums would cost more.
+#define GEMM_NT_T_MAX 4096
+static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
+                           const float *B, int ldb, float *C, int ldc, int accum)
+{
+    if (K > 32 || (size_t)N * K > GEMM_NT_T_MAX)
+        return -1;
+    float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
+    for (int j = 0; j < N; j++)
+        for (int k = 0; k < K; k++)
+            bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
+    gemm_rows_small(M, N, K, A, (size_t)lda, 1, bt, N, C, ldc, accum);
+    return 0;
 }
 
 // Small-shape rule, shared by the three layouts: the packed path pays off

@@ -49,6 +49,7 @@ void CLEF_KNAME(layernorm_fwd)(int rows, int n, const float *x,
                                const float *gamma, const float *beta, float *y,
                                float *xhat, float *rstd)
 {
+    CLEF_NARROW(n <= 8, clef_f32_layernorm_fwd__avx2(rows, n, x, gamma, beta, y, xhat, rstd));
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * n; // (n)
         float *yr = y + (size_t)r * n;       // (n)
@@ -150,6 +151,7 @@ void CLEF_KNAME(layernorm_bwd)(int rows, int n, const float *dy,
                                const float *gamma, float *dx, float *dgamma,
                                float *dbeta)
 {
+    CLEF_NARROW(n <= 8, clef_f32_layernorm_bwd__avx2(rows, n, dy, xhat, rstd, gamma, dx, dgamma, dbeta));
     if (n <= LN_FUSED_MAX) {
         float sg[LN_FUSED_MAX] __attribute__((aligned(64)));
         float sb[LN_FUSED_MAX] __attribute__((aligned(64)));

@@ -66,6 +66,7 @@ static inline void nz_back(int n, float eps, const float *y, float nrm,
 void CLEF_KNAME(normalize_fwd)(int rows, int n, float eps, const float *x,
                                float *y, float *nrm)
 {
+    CLEF_NARROW(n <= 8, clef_f32_normalize_fwd__avx2(rows, n, eps, x, y, nrm));
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * n;
         float nr = sqrtf(nz_dot(n, xr, xr));
@@ -77,6 +78,7 @@ void CLEF_KNAME(normalize_fwd)(int rows, int n, float eps, const float *x,
 void CLEF_KNAME(normalize_bwd)(int rows, int n, float eps, const float *y,
                                const float *nrm, const float *dy, float *dx)
 {
+    CLEF_NARROW(n <= 8, clef_f32_normalize_bwd__avx2(rows, n, eps, y, nrm, dy, dx));
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * n;
         nz_back(n, eps, y + o, nrm[r], 1.0f, dy + o, dx + o);
@@ -87,6 +89,7 @@ void CLEF_KNAME(cosine_fwd)(int rows, int n, const float *a, const float *b,
                             float *ahat, float *bhat, float *na, float *nb,
                             float *c)
 {
+    CLEF_NARROW(n <= 8, clef_f32_cosine_fwd__avx2(rows, n, a, b, ahat, bhat, na, nb, c));
     const float eps = CLEF_COSINE_EPS;
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * n;
@@ -104,6 +107,7 @@ void CLEF_KNAME(cosine_bwd)(int rows, int n, const float *ahat,
                             const float *bhat, const float *na, const float *nb,
                             const float *dc, float *da, float *db)
 {
+    CLEF_NARROW(n <= 8, clef_f32_cosine_bwd__avx2(rows, n, ahat, bhat, na, nb, dc, da, db));
     const float eps = CLEF_COSINE_EPS;
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * n;

@@ -8,6 +8,7 @@
 
 void CLEF_KNAME(softmax_fwd)(int rows, int n, const float *x, float *y)
 {
+    CLEF_NARROW(n <= 8, clef_f32_softmax_fwd__avx2(rows, n, x, y));
     for (int r = 0; r < rows; r++)
         softmax_row(n, 1.0f, x + (size_t)r * n, y + (size_t)r * n);
 }
@@ -15,6 +16,7 @@ void CLEF_KNAME(softmax_fwd)(int rows, int n, const float *x, float *y)
 void CLEF_KNAME(softmax_bwd)(int rows, int n, const float *y, const float *dy,
                              float *dx)
 {
+    CLEF_NARROW(n <= 8, clef_f32_softmax_bwd__avx2(rows, n, y, dy, dx));
     for (int r = 0; r < rows; r++) {
         size_t o = (size_t)r * n;
         softmax_bwd_row(n, 1.0f, y + o, dy + o, dx + o, 1);

@@ -7,6 +7,7 @@
 void CLEF_KNAME(span_mean)(int nspan, const int *spans, int n, const float *X,
                            float *Y)
 {
+    CLEF_NARROW(n <= 8, clef_f32_span_mean__avx2(nspan, spans, n, X, Y));
     for (int s = 0; s < nspan; s++) {
         int t0 = spans[2 * s], t1 = spans[2 * s + 1];
         float *y = Y + (size_t)s * n; // (n)
@@ -30,6 +31,7 @@ void CLEF_KNAME(span_mean)(int nspan, const int *spans, int n, const float *X,
 void CLEF_KNAME(span_scatter)(int nspan, const int *spans, int n,
                               const float *dY, float *dX)
 {
+    CLEF_NARROW(n <= 8, clef_f32_span_scatter__avx2(nspan, spans, n, dY, dX));
     for (int s = 0; s < nspan; s++) {
         int t0 = spans[2 * s], t1 = spans[2 * s + 1];
         if (t1 <= t0)

@@ -1,6 +1,7 @@
 // AVX-512 GEMM: 14x32 zmm microkernel (28 accumulators, 2 B vectors, one
 // broadcast = 31 of 32 registers), packing and blocking in
-// backends/avx2/tmpl_gemm.h, small-shape path without packing.
+// backends/avx2/tmpl_gemm.h, small-shape path without packing; rows or dot
+// products of 8 floats or fewer go to the AVX2 kernel (ymm is faster there).
 //   clef_f32_gemm_nt_14x32__avx512  C (M,N) [+]= A (M,K) · B (N,K)ᵀ
 //   clef_f32_gemm_nn_14x32__avx512  C (M,N) [+]= A (M,K) · B (K,N)
 //   clef_f32_gemm_tn_14x32__avx512  C (M,N) [+]= A (K,M)ᵀ · B (K,N)
@@ -75,9 +76,12 @@ void clef_f32_gemm_nt_14x32__avx512(int M, int N, int K, const float *A, int lda
                                     int accumulate)
 {
     gemm_layout L = {0, 1};
+    // narrow dot products (the tiny head's K = 8) run faster in ymm
+    CLEF_NARROW(K <= 8, clef_f32_gemm_nt_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
-        gemm_nt_small(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        if (gemm_nt_small_t(M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
+            gemm_nt_small(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 void clef_f32_gemm_nn_14x32__avx512(int M, int N, int K, const float *A, int lda,
@@ -85,6 +89,8 @@ void clef_f32_gemm_nn_14x32__avx512(int M, int N, int K, const float *A, int lda
                                     int accumulate)
 {
     gemm_layout L = {0, 0};
+    // narrow rows of C (the tiny head's N = 8) run faster in ymm
+    CLEF_NARROW(N <= 8, clef_f32_gemm_nn_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         gemm_rows_small(M, N, K, A, (size_t)lda, 1, B, ldb, C, ldc, accumulate);
@@ -95,6 +101,7 @@ void clef_f32_gemm_tn_14x32__avx512(int M, int N, int K, const float *A, int lda
                                     int accumulate)
 {
     gemm_layout L = {1, 0};
+    CLEF_NARROW(N <= 8, clef_f32_gemm_tn_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         gemm_rows_small(M, N, K, A, 1, (size_t)lda, B, ldb, C, ldc, accumulate);
