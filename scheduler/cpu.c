@@ -118,7 +118,10 @@ static void detect_topology(clef_cpu *c) { (void)c; }
 
 static int native_level(const clef_cpu *c)
 {
-    if (c->avx512f && c->avx512bw && c->avx512dq && c->avx512vl && c->fma)
+    // the AVX-512 level includes the AVX2 one: its kernels hand narrow rows
+    // to the AVX2 kernels
+    if (c->avx512f && c->avx512bw && c->avx512dq && c->avx512vl && c->fma &&
+        c->avx2 && c->f16c)
         return CLEF_ISA_AVX512;
     if (c->avx2 && c->fma && c->f16c)
         return CLEF_ISA_AVX2;

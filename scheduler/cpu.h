@@ -15,7 +15,7 @@
 enum {
     CLEF_ISA_SCALAR = 0,
     CLEF_ISA_AVX2 = 1,   // AVX2 + FMA + F16C, ymm state enabled by the OS
-    CLEF_ISA_AVX512 = 2, // AVX-512 F/BW/DQ/VL, zmm + opmask state enabled
+    CLEF_ISA_AVX512 = 2, // AVX-512 F/BW/DQ/VL + the AVX2 level, zmm + opmask state
 };
 
 typedef struct clef_cpu {

@@ -1,0 +1,196 @@
+// isa_bench: the ISA backends' performance goals, measured directly
+// (one thread, CPU time, best of N), independent of clef-bench:
+//   gemm  GFLOP/s of clef_f32_gemm_{nt,nn,tn}_* (avx512, avx2) against
+//         oneDNN's dnnl_sgemm at the head's mid and released shapes
+//   bw    GB/s of layernorm, GELU, AdamW and softmax against memcpy at a size
+//         far beyond L2 (16 Mi floats per tensor)
+//
+// Not part of clef-bench: this file compiles to nothing unless
+// CLEF_ISA_BENCH_MAIN is defined. Build and run (from the repository root,
+// after building the library in build-d):
+//   gcc -O2 -fopenmp -DCLEF_ISA_BENCH_MAIN bench/isa_bench.c -I. -Ibackends
+//       -Lbuild-d -lclef_kernels -ldnnl -lhwloc -lm -o build-d/bin/isa-bench
+//   (one line)
+//   OMP_NUM_THREADS=1 build-d/bin/isa-bench gemm
+//   OMP_NUM_THREADS=1 build-d/bin/isa-bench bw
+// Time is CPU time of the process (CLOCK_PROCESS_CPUTIME_ID): on a shared
+// machine it is far steadier than wall time; one thread makes them equal.
+#ifdef CLEF_ISA_BENCH_MAIN
+
+#include <dnnl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/avx2/avx2.h"
+#include "backends/avx512/avx512.h"
+#include "scheduler/cpu.h"
+
+static double cpu_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+#define REPS 9
+
+typedef enum { NT, NN, TN } layout;
+static const char *lname[] = {"nt", "nn", "tn"};
+
+static clef_gemm_fn gemm_of(const clef_kernels *k, layout l)
+{
+    return l == NT ? k->gemm_nt : l == NN ? k->gemm_nn : k->gemm_tn;
+}
+
+// Best-of-REPS seconds of C = op(A) op(B) for clef (k) and for dnnl_sgemm.
+static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
+                      double *t_clef, double *t_dnnl)
+{
+    size_t na = (size_t)M * K, nb = (size_t)K * N;
+    float *A = aligned_alloc(64, na * 4), *B = aligned_alloc(64, nb * 4);
+    float *C = aligned_alloc(64, (size_t)M * N * 4);
+    for (size_t i = 0; i < na; i++)
+        A[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
+    for (size_t i = 0; i < nb; i++)
+        B[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
+    int lda = l == TN ? M : K, ldb = l == NT ? K : N;
+    clef_gemm_fn fn = gemm_of(k, l);
+    *t_clef = *t_dnnl = 1e30;
+    for (int r = 0; r < REPS; r++) { // interleaved: both see the same machine
+        double t = cpu_now();
+        fn(M, N, K, A, lda, B, ldb, C, N, 0);
+        t = cpu_now() - t;
+        if (t < *t_clef)
+            *t_clef = t;
+        t = cpu_now();
+        dnnl_sgemm(l == TN ? 'T' : 'N', l == NT ? 'T' : 'N', M, N, K, 1.0f, A,
+                   lda, B, ldb, 0.0f, C, N);
+        t = cpu_now() - t;
+        if (t < *t_dnnl)
+            *t_dnnl = t;
+    }
+    free(A), free(B), free(C);
+}
+
+static int bench_gemm(void)
+{
+    // the head's GEMMs (clef-bench shapes): the memory projection forward
+    // (nt), its input gradient (nn) and its weight gradient (tn)
+    struct { const char *shape; int T, d, w; } s[] = {
+        {"mid", 256, 1024, 512}, {"released", 512, 5120, 1024}};
+    const clef_kernels *tabs[] = {&clef_avx512_kernels, &clef_avx2_kernels};
+    int isas[] = {CLEF_ISA_AVX512, CLEF_ISA_AVX2};
+    printf("%-8s %-9s %-3s %5s %5s %5s %-32s %9s %9s %7s\n", "isa", "shape", "op",
+           "M", "N", "K", "kernel", "GFLOP/s", "oneDNN", "ratio");
+    for (int t = 0; t < 2; t++) {
+        if (clef_cpu_get()->isa_native < isas[t]) {
+            printf("%-8s SKIP (cpu lacks %s)\n", clef_isa_name(isas[t]), clef_isa_name(isas[t]));
+            continue;
+        }
+        for (int si = 0; si < 2; si++)
+            for (int l = NT; l <= TN; l++) {
+                int M = l == TN ? s[si].w : s[si].T;
+                int N = l == NT ? s[si].w : s[si].d;
+                int K = l == NT ? s[si].d : l == NN ? s[si].w : s[si].T;
+                double tc, td, fl = 2.0 * M * N * K;
+                time_gemm(tabs[t], (layout)l, M, N, K, &tc, &td);
+                printf("%-8s %-9s %-3s %5d %5d %5d %-32s %9.1f %9.1f %6.1f%%\n",
+                       clef_isa_name(isas[t]), s[si].shape, lname[l], M, N, K,
+                       tabs[t]->names[l], fl / tc * 1e-9, fl / td * 1e-9,
+                       100.0 * td / tc);
+            }
+    }
+    return 0;
+}
+
+#define BEST(expr, out)                                                        \
+    do {                                                                       \
+        out = 1e30;                                                            \
+        for (int r_ = 0; r_ < REPS; r_++) {                                    \
+            double t_ = cpu_now();                                             \
+            expr;                                                              \
+            t_ = cpu_now() - t_;                                               \
+            out = t_ < out ? t_ : out;                                         \
+        }                                                                      \
+    } while (0)
+
+// The plain copy kernel the bandwidth goals compare with: one load and one
+// store per float, no library tricks (non-temporal stores, rep movsb).
+__attribute__((noinline, optimize("no-tree-loop-distribute-patterns")))
+static void plain_copy(size_t n, const float *restrict x, float *restrict y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i];
+}
+
+static void bw_row(const char *name, double bytes, double t, double copy)
+{
+    printf("%-36s %8.1f GB/s %6.1f%% of copy\n", name, bytes / t * 1e-9,
+           100.0 * (bytes / t) / copy);
+}
+
+static int bench_bw(void)
+{
+    size_t n = (size_t)16 << 20; // floats per tensor: 64 MiB, far beyond L2
+    int d = 1024, rows = (int)(n / d);
+    float *x = aligned_alloc(64, n * 4), *y = aligned_alloc(64, n * 4);
+    float *h = aligned_alloc(64, n * 4), *g = aligned_alloc(64, n * 4);
+    float *m = aligned_alloc(64, n * 4), *v = aligned_alloc(64, n * 4);
+    float *gm = malloc(d * 4), *bt = malloc(d * 4), *rs = malloc(rows * 4);
+    float *dg = calloc(d, 4), *db = calloc(d, 4);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (float)(i % 997) * 6e-3f - 3.0f; // GELU inputs over [−3, 3]
+        y[i] = h[i] = 0.0f, g[i] = 1e-2f, m[i] = 0.0f, v[i] = 1e-3f;
+    }
+    for (int i = 0; i < d; i++)
+        gm[i] = 1.0f, bt[i] = 0.0f;
+    double t, copy;
+    BEST(memcpy(y, x, n * 4), t);
+    printf("%-36s %8.1f GB/s (read + write, 8 bytes per float)\n", "copy (memcpy)", 8.0 * n / t * 1e-9);
+    BEST(plain_copy(n, x, y), t);
+    copy = 8.0 * n / t;
+    printf("%-36s %8.1f GB/s (the baseline below)\n", "copy (plain loop)", copy * 1e-9);
+    const clef_kernels *tabs[] = {&clef_avx512_kernels, &clef_avx2_kernels};
+    int isas[] = {CLEF_ISA_AVX512, CLEF_ISA_AVX2};
+    clef_adamw_args a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1e-2f, 0.03f};
+    for (int ti = 0; ti < 2; ti++) {
+        const clef_kernels *k = tabs[ti];
+        if (clef_cpu_get()->isa_native < isas[ti])
+            continue;
+        BEST(k->layernorm_fwd(rows, d, x, gm, bt, y, h, rs), t);
+        bw_row(k->names[CLEF_OP_layernorm_fwd], 12.0 * n, t, copy); // x; y, xhat
+        BEST(k->layernorm_bwd(rows, d, g, h, rs, gm, y, dg, db), t);
+        bw_row(k->names[CLEF_OP_layernorm_bwd], 16.0 * n, t, copy); // dy, xhat; dx rw
+        BEST(k->gelu_fwd(n, x, y), t);
+        bw_row(k->names[CLEF_OP_gelu_fwd], 8.0 * n, t, copy);
+        BEST(k->gelu_bwd(n, x, g, y), t);
+        bw_row(k->names[CLEF_OP_gelu_bwd], 16.0 * n, t, copy); // x, dy; dx rw
+        BEST(k->adamw(n, h, g, m, v, &a), t);
+        bw_row(k->names[CLEF_OP_adamw], 28.0 * n, t, copy); // θ,m,v rw; g
+        BEST(k->softmax_fwd(rows, d, x, y), t);
+        bw_row(k->names[CLEF_OP_softmax_fwd], 8.0 * n, t, copy);
+    }
+    free(x), free(y), free(h), free(g), free(m), free(v);
+    free(gm), free(bt), free(rs), free(dg), free(db);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    const clef_cpu *c = clef_cpu_get();
+    printf("cpu: %s | native %s | L1d %zu KiB, L2 %zu KiB\n", c->model,
+           clef_isa_name(c->isa_native), c->l1d >> 10, c->l2 >> 10);
+    if (!strcmp(mode, "gemm"))
+        return bench_gemm();
+    if (!strcmp(mode, "bw"))
+        return bench_bw();
+    fprintf(stderr, "usage: isa-bench gemm|bw\n");
+    return 2;
+}
+
+#else
+typedef int clef_isa_bench_not_built; // see the header: built on its own
+#endif
