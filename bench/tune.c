@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "scheduler/cpu.h"
+#include "scheduler/threads.h"
 #include "scheduler/tune.h"
 #ifndef CLEF_MINIMAL
 #include "backends/blis/blis_backend.h"
@@ -271,8 +272,8 @@ int clef_bench_tune_main(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc)
         return rc;
-    if (a.threads > 0)
-        omp_set_num_threads(a.threads);
+    // clef's own rule: --threads, CLEF_NUM_THREADS, OMP_NUM_THREADS, cores
+    clef_threads_setup(a.threads);
     char path[1024];
     if (a.out)
         snprintf(path, sizeof path, "%s", a.out);

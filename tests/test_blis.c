@@ -135,16 +135,18 @@ static void gemm_random(int M, int N, int K, float *C, uint64_t seed)
 Test(blis, call_threads_follow_the_setting_and_are_one_in_a_parallel_region)
 {
     blis_table();
+    const double big = 2.0 * 256 * 256 * 256, tiny = 2.0 * 8 * 8 * 8;
     omp_set_num_threads(3);
-    cr_expect_eq(clef_blis_call_threads(), 3);
+    cr_expect_eq(clef_blis_call_threads(big), 3);
+    cr_expect_eq(clef_blis_call_threads(tiny), 1, "tiny GEMMs run serially");
     omp_set_num_threads(1);
-    cr_expect_eq(clef_blis_call_threads(), 1);
+    cr_expect_eq(clef_blis_call_threads(big), 1);
     omp_set_num_threads(2);
     int inside = 0;
 #pragma omp parallel num_threads(2)
     {
 #pragma omp master
-        inside = clef_blis_call_threads();
+        inside = clef_blis_call_threads(big);
     }
     cr_expect_eq(inside, 1);
 }

@@ -404,8 +404,12 @@ Test(onednn, threads_follow_the_setting_and_do_not_nest)
     int t0 = os_threads();
     gemm_random(k->gemm_nt, M, N, K, C, 606);
     cr_expect_eq(os_threads(), t0, "threads 1: oneDNN started threads");
-    // 2 threads: oneDNN's team of 2 starts one
+    // 2 threads, a tiny GEMM: still serial, and the setting comes back
     omp_set_num_threads(2);
+    gemm_random(k->gemm_nt, 8, 8, 8, C, 606);
+    cr_expect_eq(os_threads(), t0, "a tiny GEMM started threads");
+    cr_expect_eq(omp_get_max_threads(), 2, "thread setting not restored");
+    // 2 threads: oneDNN's team of 2 starts one
     gemm_random(k->gemm_nt, M, N, K, C, 606);
     int t2 = os_threads();
     cr_expect_eq(t2, t0 + 1, "threads 2: a team of 2 (%d -> %d)", t0, t2);

@@ -10,7 +10,7 @@
 //
 // Threads: each call passes BLIS a runtime object with clef's thread count
 // (omp_get_max_threads()), or 1 inside an OpenMP parallel region, so BLIS
-// never nests a team inside clef's. BLIS splits GEMM over the M and N loops
+// never nests a team inside clef's (and 1 for tiny GEMMs). BLIS splits GEMM over the M and N loops
 // only, never over K: results do not depend on the thread count.
 #ifndef CLEF_BLIS_BACKEND_H
 #define CLEF_BLIS_BACKEND_H
@@ -37,7 +37,8 @@ const char *clef_blis_unavailable(void); // always NULL: BLIS runs anywhere
 const char *clef_blis_arch(void);    // BLIS's sub-configuration: "zen3", "generic"
 int clef_blis_arch_is_generic(void); // 1 when it is "generic"
 const char *clef_blis_version(void); // "0.9.0"
-// The thread count a GEMM call made here would give BLIS.
-int clef_blis_call_threads(void);
+// The thread count a GEMM of `flops` (2MNK) called here gives BLIS: clef's
+// count, or 1 inside a parallel region or below 2^18 flops.
+int clef_blis_call_threads(double flops);
 
 #endif

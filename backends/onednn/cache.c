@@ -221,6 +221,20 @@ cleanup:
     return rc;
 }
 
+int clef_onednn_threads_begin(int serial)
+{
+    int saved = omp_get_max_threads();
+    if (serial && saved > 1)
+        omp_set_num_threads(1);
+    return saved;
+}
+
+void clef_onednn_threads_end(int saved)
+{
+    if (omp_get_max_threads() != saved)
+        omp_set_num_threads(saved);
+}
+
 // ---- scratch ----
 static _Thread_local float *tls_scratch;
 static _Thread_local size_t tls_scratch_n;

@@ -62,6 +62,7 @@ void clef_f32_gelu_fwd__onednn(size_t n, const float *x, float *y)
 {
     if (n == 0)
         return;
+    int saved = clef_onednn_threads_begin((double)n < ONEDNN_SERIAL_ELEMS);
     clef_onednn_prim *p = acquire(ONEDNN_GELU_FWD, n, build_fwd);
     int rc = -1;
     if (p) {
@@ -70,6 +71,7 @@ void clef_f32_gelu_fwd__onednn(size_t n, const float *x, float *y)
         rc = clef_onednn_run(p, 2, args);
         clef_onednn_release(p);
     }
+    clef_onednn_threads_end(saved);
     if (rc != 0)
         clef_onednn_fallback()->gelu_fwd(n, x, y);
 }
@@ -81,6 +83,7 @@ void clef_f32_gelu_bwd__onednn(size_t n, const float *x, const float *dy,
     if (n == 0)
         return;
     float *t = clef_onednn_scratch(n); // (n) oneDNN's diff_src
+    int saved = clef_onednn_threads_begin((double)n < ONEDNN_SERIAL_ELEMS);
     clef_onednn_prim *p = t ? acquire(ONEDNN_GELU_BWD, n, build_bwd) : NULL;
     int rc = -1;
     if (p) {
@@ -90,6 +93,7 @@ void clef_f32_gelu_bwd__onednn(size_t n, const float *x, const float *dy,
         rc = clef_onednn_run(p, 3, args);
         clef_onednn_release(p);
     }
+    clef_onednn_threads_end(saved);
     if (rc != 0) {
         clef_onednn_fallback()->gelu_bwd(n, x, dy, dx);
         return;

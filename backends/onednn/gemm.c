@@ -73,6 +73,8 @@ static void gemm_onednn(int kind, int M, int N, int K, const float *A,
     key.d[0] = M, key.d[1] = N, key.d[2] = K;
     key.d[3] = lda, key.d[4] = ldb, key.d[5] = ldc;
 
+    int saved =
+        clef_onednn_threads_begin(2.0 * M * N * K < ONEDNN_SERIAL_FLOPS);
     clef_onednn_prim *p = clef_onednn_acquire(&key, build_matmul);
     int rc = -1;
     if (p) {
@@ -84,6 +86,7 @@ static void gemm_onednn(int kind, int M, int N, int K, const float *A,
         rc = clef_onednn_run(p, 3, args);
         clef_onednn_release(p);
     }
+    clef_onednn_threads_end(saved);
     if (rc == 0)
         return;
     // oneDNN refused this shape: the best hand-written kernel does it.

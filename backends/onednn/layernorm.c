@@ -82,6 +82,7 @@ void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
     if (rows <= 0 || n <= 0)
         return;
     float *stat = clef_onednn_scratch(2 * (size_t)rows); // mean, var (rows)
+    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
     clef_onednn_prim *p =
         stat ? acquire(ONEDNN_LN_FWD, rows, n, build_fwd) : NULL;
     int rc = -1;
@@ -95,6 +96,7 @@ void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
         rc = clef_onednn_run(p, 4, args);
         clef_onednn_release(p);
     }
+    clef_onednn_threads_end(saved);
     if (rc != 0) {
         clef_onednn_fallback()->layernorm_fwd(rows, n, x, gamma, beta, y, xhat,
                                               rstd);
@@ -119,6 +121,7 @@ void clef_f32_layernorm_bwd__onednn(int rows, int n, const float *dy,
     // scratch: t (rows,n), dgamma', dbeta' (n), mean 0, var 1 (rows)
     size_t rn = (size_t)rows * n;
     float *t = clef_onednn_scratch(rn + 2 * (size_t)n + 2 * (size_t)rows);
+    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
     clef_onednn_prim *p =
         t ? acquire(ONEDNN_LN_BWD, rows, n, build_bwd) : NULL;
     int rc = -1;
@@ -139,6 +142,7 @@ void clef_f32_layernorm_bwd__onednn(int rows, int n, const float *dy,
         rc = clef_onednn_run(p, 8, args);
         clef_onednn_release(p);
     }
+    clef_onednn_threads_end(saved);
     if (rc != 0) {
         clef_onednn_fallback()->layernorm_bwd(rows, n, dy, xhat, rstd, gamma,
                                               dx, dgamma, dbeta);

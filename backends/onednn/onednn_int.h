@@ -70,6 +70,17 @@ typedef struct clef_onednn_arg {
 int clef_onednn_run(const clef_onednn_prim *p, int n,
                     const clef_onednn_arg *args);
 
+// Small calls run on one thread: below these sizes a team of threads costs
+// more than it saves (measured, oneDNN 2.6 on Zen 4: a 32x32x64 GEMM is
+// faster on 1 thread, 64x64x64 on 2).
+#define ONEDNN_SERIAL_FLOPS 262144.0 // 2^18 GEMM flops
+#define ONEDNN_SERIAL_ELEMS 16384.0  // 2^14 elements (the "small" class)
+// Caps this thread's OpenMP thread count at 1 when serial; returns the count
+// to give back to clef_onednn_threads_end (omp_set_num_threads only changes
+// the calling thread's setting).
+int clef_onednn_threads_begin(int serial);
+void clef_onednn_threads_end(int saved);
+
 // This thread's scratch of at least n floats (grown, never shrunk, kept for
 // the thread's life). NULL on out of memory.
 float *clef_onednn_scratch(size_t n);

@@ -83,6 +83,7 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y)
         masked[r] = (float)row_masked(n, x + (size_t)r * n);
         any_masked |= masked[r] != 0.0f;
     }
+    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
     clef_onednn_prim *p =
         masked ? acquire(ONEDNN_SOFTMAX_FWD, rows, n, build_fwd) : NULL;
     int rc = -1;
@@ -92,6 +93,7 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y)
         rc = clef_onednn_run(p, 2, args);
         clef_onednn_release(p);
     }
+    clef_onednn_threads_end(saved);
     if (rc != 0) {
         clef_onednn_fallback()->softmax_fwd(rows, n, x, y);
         return;
@@ -109,6 +111,7 @@ void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
         return;
     size_t rn = (size_t)rows * n;
     float *t = clef_onednn_scratch(rn); // (rows,n) oneDNN's diff_src
+    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
     clef_onednn_prim *p =
         t ? acquire(ONEDNN_SOFTMAX_BWD, rows, n, build_bwd) : NULL;
     int rc = -1;
@@ -119,6 +122,7 @@ void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
         rc = clef_onednn_run(p, 3, args);
         clef_onednn_release(p);
     }
+    clef_onednn_threads_end(saved);
     if (rc != 0) {
         clef_onednn_fallback()->softmax_bwd(rows, n, y, dy, dx);
         return;
