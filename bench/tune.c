@@ -10,7 +10,8 @@
 // timed shape falls in the shape class of its work (clef_shape_class_of);
 // a backend's time for a class is the sum over the class's shapes of its
 // best (minimum) time per call, the estimate least disturbed by other
-// processes on a shared machine, and the fastest backend wins the class.
+// processes on a shared machine, and the fastest backend wins the class
+// (within 5%, the one earlier in auto's built-in order).
 #include "bench_tune.h"
 
 #include <omp.h>
@@ -28,6 +29,7 @@
 #endif
 
 #define MAX_CAND 8
+#define TIE 1.05 // times within 5% of the fastest count as a tie
 
 void clef_bench_print_libs(FILE *f)
 {
@@ -259,6 +261,15 @@ static void choose_class(clef_op op, int cls, const clef_backend *const *cand,
         printf("%s -> (none passed)\n", line);
         return;
     }
+    // Within TIE of the fastest, the built-in order decides: differences that
+    // small are timing noise, and a stable choice is worth more.
+    int pick = best;
+    for (int i = 0; i < nc; i++)
+        if (!t->failed[i] && t->t[i][cls] <= TIE * t->t[best][cls] &&
+            clef_auto_builtin_rank(cand[i]->name) <
+                clef_auto_builtin_rank(cand[pick]->name))
+            pick = i;
+    best = pick;
     clef_tune_entry *e = &tf->e[op][cls];
     e->set = 1;
     snprintf(e->backend, sizeof e->backend, "%s", cand[best]->name);

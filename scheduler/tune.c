@@ -555,6 +555,15 @@ static void (*const g_tramp[CLEF_OP_COUNT])(void) = {
 static const char *const g_builtin[] = {"avx512", "onednn", "avx2", "blis",
                                         "scalar"};
 
+int clef_auto_builtin_rank(const char *name)
+{
+    int n = (int)(sizeof g_builtin / sizeof g_builtin[0]);
+    for (int i = 0; i < n; i++)
+        if (strcmp(g_builtin[i], name) == 0)
+            return i;
+    return n;
+}
+
 // NULL when b may compute op under auto here, else why not.
 static const char *unusable(const clef_backend *b, clef_op op, int builtin,
                             const clef_auto_facts *f)

@@ -125,6 +125,10 @@ typedef struct clef_auto_facts {
     char cpu_hash[17]; // a tuning file for another hash is ignored
 } clef_auto_facts;
 void clef_auto_facts_detect(clef_auto_facts *f);
+// Position of a backend in the built-in order (0 best); past the end when it
+// is not in it. clef-bench --tune breaks near-ties with it.
+int clef_auto_builtin_rank(const char *name);
+
 // NULL when auto may choose b for op under f, else why not. builtin: the
 // built-in order's rules (a generic BLIS is skipped there; a tuning file's
 // measured choice is trusted).
