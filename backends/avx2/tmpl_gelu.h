@@ -12,17 +12,17 @@ static inline vf gelu_finite(vf x)
 }
 
 // y = x Φ(x); for x < 0 formed as (x · ½ erfcx) · e^{−x²/2} so that Φ, which
-// is subnormal before y is (x ≈ −13), never rounds away y's precision.
+// is subnormal before y is (x ≈ −13), never rounds away y's precision. The
+// x < 0 side uses x clamped to −20 (gelu(−Inf) = −0, not −Inf·0); the x ≥ 0
+// side uses x itself (gelu(+Inf) = +Inf); NaN stays NaN.
 static inline vf gelu_fwd_v(vf x)
 {
     vf xc, e2, q;
     vf_norm_parts(x, &xc, &e2, &q);
-    vf xf = gelu_finite(x);
     vf hq = vf_mul(vf_set1(0.5f), q);
-    vf neg = vf_mul(vf_mul(xf, hq), e2);
-    vf pos = vf_mul(xf, vf_fnma(hq, e2, vf_set1(1.0f)));
-    vf y = vf_select(vf_lt(xc, vf_zero()), neg, pos);
-    return vf_select(vf_gt(x, vf_set1(3.40282347e+38f)), x, y); // +Inf -> +Inf
+    vf neg = vf_mul(vf_mul(xc, hq), e2);
+    vf pos = vf_mul(x, vf_fnma(hq, e2, vf_set1(1.0f)));
+    return vf_select(vf_lt(x, vf_zero()), neg, pos);
 }
 
 static inline vf gelu_grad_v(vf x)

@@ -105,6 +105,10 @@ static inline float vf_hsum(vf v)
 }
 static inline float vf_hmax(vf v) { return _mm512_reduce_max_ps(v); }
 
+// Per-lane lookup in a 16-entry table (one vpermps): lets tmpl_math.h use
+// piecewise polynomials and a table-driven exp on the GELU hot path.
+#define CLEF_ISA_LOOKUP16 1
+
 #include "../avx2/tmpl_math.h"
 
 #endif
