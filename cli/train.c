@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -554,10 +555,14 @@ static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
     json_object_set_new(j, "artifacts", artifacts_json(t, weights));
     double total = cli_now() - t->t0;
     long steps = t->hd.step - t->start_step;
+    struct rusage ru; // peak resident set of the process so far (KiB)
+    double peak_mb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0;
     json_object_set_new(
         j, "timing",
-        json_pack("{s:f, s:f, s:f}", "total_s", total, "train_s", t->train_s,
-                  "updates_per_s", t->train_s > 0 ? steps / t->train_s : 0.0));
+        json_pack("{s:f, s:f, s:f, s:f}", "total_s", total, "train_s",
+                  t->train_s, "updates_per_s",
+                  t->train_s > 0 ? steps / t->train_s : 0.0, "peak_rss_mb",
+                  peak_mb));
     return j;
 }
 
