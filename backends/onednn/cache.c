@@ -103,7 +103,8 @@ static clef_onednn_prim *victim_locked(void)
 clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *k,
                                       clef_onednn_build_fn build)
 {
-    clef_onednn_key kt = *k;
+    clef_onednn_key kt;
+    memcpy(&kt, k, sizeof kt); // padding too: keys compare bytewise
     kt.threads = omp_in_parallel() ? 1 : omp_get_max_threads();
     const clef_onednn_key *key = &kt;
     pthread_mutex_lock(&g_lock);
@@ -121,7 +122,7 @@ clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *k,
     // Build outside the lock: other shapes keep running meanwhile.
     clef_onednn_prim fresh;
     memset(&fresh, 0, sizeof fresh);
-    fresh.key = *key;
+    memcpy(&fresh.key, key, sizeof *key);
     if (build(&fresh) != 0)
         return NULL;
 
@@ -136,7 +137,7 @@ clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *k,
     }
     p = victim_locked();
     if (p) {
-        *p = fresh;
+        memcpy(p, &fresh, sizeof *p);
         p->used = 1;
         p->refs = 1;
         p->last_use = ++g_tick;
@@ -150,7 +151,7 @@ clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *k,
         dnnl_primitive_destroy(fresh.prim);
         return NULL;
     }
-    *p = fresh;
+    memcpy(p, &fresh, sizeof *p);
     p->owned = 1;
     p->refs = 1;
     return p;
