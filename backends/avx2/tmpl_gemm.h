@@ -9,21 +9,27 @@
 //                             the same for at least the first mr rows (the
 //                             rows beyond mr may be written too: c is a
 //                             scratch tile then)
-//   GEMM_SMALL_ISA            suffix for the small-shape helpers
 // and includes vec.h first.
 //
-// Structure (Goto/BLIS): for each NC block of columns, for each KC block of
-// the reduction, pack B (KC,NC) into NR-wide panels; for each MC block of
-// rows pack A (MC,KC) into MR-wide panels; run the microkernel over the
-// tiles. Edge tiles go through a small stack tile. KC/MC/NC come from the L1d
-// and L2 sizes (scheduler/cpu.h).
+// Structure (Goto/BLIS): for each KC block of the reduction, pack all of
+// op(A) (M,KC) into MR-wide panels once; for each NC block of columns pack
+// op(B) (KC,NC) into NR-wide panels; for each MC block of rows (an L2-sized
+// slice of packed A) run the microkernel over the tiles, NR panels split
+// statically over OpenMP threads. Edge tiles go through a stack tile. KC, MC,
+// NC come from the L1d and L2 sizes (scheduler/cpu.h).
+//
+// Memory: the interface has no scratch argument, so the packed path
+// allocates its two packing buffers per call (≤ KC·(M + NC) floats; a failed
+// allocation falls back to the small path, which is always correct). Calls
+// that small enough to skip packing allocate nothing.
 //
 // Determinism: every C element sums its K range in the same order (KC blocks
 // in order, k ascending within a block) whatever the thread count: threads
 // split packing and output tiles only, never K.
 //
-// Small shapes (the width-8 heads, vectors): no packing, no allocation;
-// vectorised over N (nn, tn) or over K (nt).
+// Small shapes (the width-8 heads, vectors): no packing, no allocation; row
+// kernels vectorised over N with 4-8 rows side by side (nn, tn; nt through a
+// stack transpose of B when K ≤ 32), else dot products (nt).
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +63,6 @@ static gemm_blocking gemm_blocking_get(void)
     b.nc = b.nc / GEMM_NR * GEMM_NR;
     if (b.nc < GEMM_NR)
         b.nc = GEMM_NR;
-    if (getenv("TUNE_KC")) b.kc = atoi(getenv("TUNE_KC"));
-    if (getenv("TUNE_MC")) b.mc = atoi(getenv("TUNE_MC"));
-    if (getenv("TUNE_NC")) b.nc = atoi(getenv("TUNE_NC"));
     return b;
 }
 
