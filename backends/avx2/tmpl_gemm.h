@@ -321,51 +321,60 @@ static inline void rs_st(float *p, vf v, int w, int accum)
         vf_storen(p, v, w);
 }
 
-// R rows × one vector (w ≤ VW)
-static inline void rows_block_1v(int R, int K, const float *A, size_t sai,
-                                 size_t sak, const float *B, int ldb, float *C,
-                                 int ldc, int w, int accum)
-{
-    vf s[8];
-    for (int r = 0; r < 8; r++)
-        s[r] = vf_zero();
-    for (int k = 0; k < K; k++) {
-        vf b = rs_ld(B + (size_t)k * ldb, w);
-        const float *a = A + k * sak;
-#pragma GCC unroll 8
-        for (int r = 0; r < 8; r++)
-            if (r < R)
-                s[r] = vf_fma(vf_set1(a[r * sai]), b, s[r]);
+// R rows × one vector (w ≤ VW), R a compile-time constant per instance so the
+// accumulators stay in registers.
+#define GEMM_ROWS_1V(R)                                                        \
+    static void rows_1v_##R(int K, const float *A, size_t sai, size_t sak,     \
+                            const float *B, int ldb, float *C, int ldc, int w, \
+                            int accum)                                         \
+    {                                                                          \
+        vf s[R];                                                               \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] = vf_zero();  \
+        for (int k = 0; k < K; k++) {                                          \
+            vf b = rs_ld(B + (size_t)k * ldb, w);                              \
+            const float *a = A + k * sak;                                      \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                \
+                s[r] = vf_fma(vf_set1(a[r * sai]), b, s[r]);                   \
+        }                                                                      \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                    \
+            rs_st(C + (size_t)r * ldc, s[r], w, accum);                        \
     }
-    for (int r = 0; r < R; r++)
-        rs_st(C + (size_t)r * ldc, s[r], w, accum);
-}
-
 // R (≤ 4) rows × two vectors (VW < w ≤ 2·VW)
-static inline void rows_block_2v(int R, int K, const float *A, size_t sai,
-                                 size_t sak, const float *B, int ldb, float *C,
-                                 int ldc, int w, int accum)
-{
-    vf s0[4], s1[4];
-    for (int r = 0; r < 4; r++)
-        s0[r] = s1[r] = vf_zero();
-    for (int k = 0; k < K; k++) {
-        const float *bk = B + (size_t)k * ldb;
-        vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);
-        const float *a = A + k * sak;
-#pragma GCC unroll 4
-        for (int r = 0; r < 4; r++)
-            if (r < R) {
-                vf ar = vf_set1(a[r * sai]);
-                s0[r] = vf_fma(ar, b0, s0[r]);
-                s1[r] = vf_fma(ar, b1, s1[r]);
-            }
+#define GEMM_ROWS_2V(R)                                                        \
+    static void rows_2v_##R(int K, const float *A, size_t sai, size_t sak,     \
+                            const float *B, int ldb, float *C, int ldc, int w, \
+                            int accum)                                         \
+    {                                                                          \
+        vf s0[R], s1[R];                                                       \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) s0[r] = s1[r] =    \
+            vf_zero();                                                         \
+        for (int k = 0; k < K; k++) {                                          \
+            const float *bk = B + (size_t)k * ldb;                             \
+            vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);                  \
+            const float *a = A + k * sak;                                      \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {              \
+                vf ar = vf_set1(a[r * sai]);                                   \
+                s0[r] = vf_fma(ar, b0, s0[r]);                                 \
+                s1[r] = vf_fma(ar, b1, s1[r]);                                 \
+            }                                                                  \
+        }                                                                      \
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                  \
+            rs_st(C + (size_t)r * ldc, s0[r], VW, accum);                      \
+            rs_st(C + (size_t)r * ldc + VW, s1[r], w - VW, accum);             \
+        }                                                                      \
     }
-    for (int r = 0; r < R; r++) {
-        rs_st(C + (size_t)r * ldc, s0[r], VW, accum);
-        rs_st(C + (size_t)r * ldc + VW, s1[r], w - VW, accum);
-    }
-}
+GEMM_ROWS_1V(1) GEMM_ROWS_1V(2) GEMM_ROWS_1V(3) GEMM_ROWS_1V(4)
+GEMM_ROWS_1V(5) GEMM_ROWS_1V(6) GEMM_ROWS_1V(7) GEMM_ROWS_1V(8)
+GEMM_ROWS_2V(1) GEMM_ROWS_2V(2) GEMM_ROWS_2V(3) GEMM_ROWS_2V(4)
+
+typedef void (*gemm_rows_fn)(int K, const float *A, size_t sai, size_t sak,
+                             const float *B, int ldb, float *C, int ldc, int w,
+                             int accum);
+static const gemm_rows_fn rows_1v[9] = {NULL,    rows_1v_1, rows_1v_2,
+                                        rows_1v_3, rows_1v_4, rows_1v_5,
+                                        rows_1v_6, rows_1v_7, rows_1v_8};
+static const gemm_rows_fn rows_2v[5] = {NULL, rows_2v_1, rows_2v_2, rows_2v_3,
+                                        rows_2v_4};
 
 // C (M,N) [+]= Σ_k a(i,k) B[k] over all rows: 8-row blocks for one-vector
 // column chunks, 4-row blocks for two-vector chunks.
@@ -380,10 +389,8 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
             int R = M - i < rb ? M - i : rb;
             const float *a = A + i * sai;
             float *c = C + (size_t)i * ldc + j;
-            if (w <= VW)
-                rows_block_1v(R, K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
-            else
-                rows_block_2v(R, K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
+            (w <= VW ? rows_1v : rows_2v)[R](K, a, sai, sak, B + j, ldb, c, ldc,
+                                             w, accum);
         }
     }
 }
@@ -392,13 +399,44 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
 // small stack buffer (a plain transpose, not panel packing) and the row
 // kernels run on it; dot products with horizontal sums would cost more.
 #define GEMM_NT_T_MAX 4096
+
+// the first n (clamped to 0..4) floats of p in an xmm, the rest zero
+static inline __m128 v8_lo4(const float *p, int n)
+{
+    switch (n < 0 ? 0 : n > 4 ? 4 : n) {
+    case 4:
+        return _mm_loadu_ps(p);
+    case 3:
+        return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)),
+                             _mm_load_ss(p + 2));
+    case 2:
+        return _mm_castpd_ps(_mm_load_sd((const double *)p));
+    case 1:
+        return _mm_load_ss(p);
+    default:
+        return _mm_setzero_ps();
+    }
+}
 static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
                            const float *B, int ldb, float *C, int ldc, int accum)
 {
     if (K > 32 || (size_t)N * K > GEMM_NT_T_MAX)
         return -1;
     float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
-    for (int j = 0; j < N; j++)
+    int j = 0;
+    if (K <= 8) // 8 rows of B at a time through an 8x8 register transpose
+        for (; j + 8 <= N; j += 8) {
+            __m256 r[8];
+            for (int i = 0; i < 8; i++) {
+                const float *row = B + (size_t)(j + i) * ldb;
+                r[i] = K == 8 ? _mm256_loadu_ps(row)
+                              : _mm256_set_m128(v8_lo4(row + 4, K - 4), v8_lo4(row, K));
+            }
+            transpose8(r);
+            for (int k = 0; k < K; k++)
+                _mm256_storeu_ps(bt + (size_t)k * N + j, r[k]);
+        }
+    for (; j < N; j++)
         for (int k = 0; k < K; k++)
             bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
     gemm_rows_small(M, N, K, A, (size_t)lda, 1, bt, N, C, ldc, accum);

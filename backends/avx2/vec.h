@@ -25,20 +25,67 @@ static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
 static inline vf vf_set1(float a) { return _mm256_set1_ps(a); }
 static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
-// first n (< VW) lanes from p, the rest zero; masked lanes never fault
+// Partial vectors (n < VW lanes) from 128/64/32-bit pieces: AMD executes
+// VMASKMOVPS stores slowly, and the tails of the tiny head's rows are hot.
+// Never touches p[n..].
+static inline __m128 v4_loadn(const float *p, int n) // n ≤ 4
+{
+    switch (n) {
+    case 4:
+        return _mm_loadu_ps(p);
+    case 3:
+        return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)),
+                             _mm_load_ss(p + 2));
+    case 2:
+        return _mm_castpd_ps(_mm_load_sd((const double *)p));
+    case 1:
+        return _mm_load_ss(p);
+    default:
+        return _mm_setzero_ps();
+    }
+}
+static inline void v4_storen(float *p, __m128 x, int n) // n ≤ 4
+{
+    switch (n) {
+    case 4:
+        _mm_storeu_ps(p, x);
+        break;
+    case 3:
+        _mm_storel_pi((__m64 *)p, x);
+        _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
+        break;
+    case 2:
+        _mm_storel_pi((__m64 *)p, x);
+        break;
+    case 1:
+        _mm_store_ss(p, x);
+        break;
+    default:
+        break;
+    }
+}
+// first n (< VW) lanes from p, the rest zero
 static inline vf vf_loadn(const float *p, int n)
 {
-    return _mm256_maskload_ps(p, vm_first_i(n));
+    if (n >= 4)
+        return _mm256_set_m128(v4_loadn(p + 4, n - 4), _mm_loadu_ps(p));
+    return _mm256_set_m128(_mm_setzero_ps(), v4_loadn(p, n));
 }
 static inline vf vf_loadn_fill(const float *p, int n, float fill)
 {
     __m256i m = vm_first_i(n);
-    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m),
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), vf_loadn(p, n),
                             _mm256_castsi256_ps(m));
 }
 static inline void vf_storen(float *p, vf v, int n)
 {
-    _mm256_maskstore_ps(p, vm_first_i(n), v);
+    __m128 lo = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(p, lo);
+        v4_storen(p + 4, _mm256_extractf128_ps(v, 1), n - 4);
+    } else {
+        v4_storen(p, lo, n);
+    }
 }
 
 // lanes ≥ n (n < VW) set to zero
