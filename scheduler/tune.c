@@ -70,9 +70,41 @@ static int has_tag(const char *name, const char *lib)
     return name && strstr(name, tag) != NULL;
 }
 
+// The hand-written kernel per op: the dispatcher's choice (scheduler/
+// dispatch.h, x86 builds), else the best hand-written backend's table.
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(CLEF_MINIMAL)
+#include "scheduler/dispatch.h"
+#define CLEF_HAVE_DISPATCH 1
+static clef_kernels g_hw;
+static int g_hw_ok;
+static pthread_once_t g_hw_once = PTHREAD_ONCE_INIT;
+
+static void hw_init(void)
+{
+    char why[160];
+    g_hw_ok = clef_dispatch_build(&g_hw, clef_isa_level(), NULL, why,
+                                  sizeof why) == 0;
+}
+#endif
+
+static const clef_kernels *handwritten_table(const char **from)
+{
+#ifdef CLEF_HAVE_DISPATCH
+    pthread_once(&g_hw_once, hw_init);
+    if (g_hw_ok) {
+        *from = "dispatch";
+        return &g_hw;
+    }
+#endif
+    const clef_backend *best = clef_best_handwritten();
+    *from = best->name;
+    return best->table;
+}
+
 int clef_fill_fallthrough(clef_kernels *t, const char *lib)
 {
-    const clef_backend *best = clef_best_handwritten();
+    const char *from;
+    const clef_kernels *hw = handwritten_table(&from);
     int verbose = clef_verbose(), n = 0;
     for (int op = 0; op < CLEF_OP_COUNT; op++) {
         if (has_tag(t->names[op], lib)) {
@@ -81,14 +113,14 @@ int clef_fill_fallthrough(clef_kernels *t, const char *lib)
                         clef_op_names[op], t->names[op]);
             continue;
         }
-        set_op(t, (clef_op)op, clef_kernels_get(best->table, (clef_op)op));
-        t->names[op] = best->table->names[op];
+        set_op(t, (clef_op)op, clef_kernels_get(hw, (clef_op)op));
+        t->names[op] = hw->names[op];
         n++;
         if (verbose)
             fprintf(stderr,
                     "clef: %s: %-16s -> %s (fall-through: %s has no kernel "
-                    "for it; best hand-written: %s)\n",
-                    lib, clef_op_names[op], t->names[op], lib, best->name);
+                    "for it; best hand-written, from %s)\n",
+                    lib, clef_op_names[op], t->names[op], lib, from);
     }
     return n;
 }

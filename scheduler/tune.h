@@ -35,7 +35,8 @@ const clef_backend *clef_best_handwritten(void);
 
 // Completes a library table: every op whose kernel name does not contain
 // "__<lib>" (the library's own kernels all do) gets the best hand-written
-// kernel, pointer and name, each written in one store (readers never see a
+// kernel (the dispatcher's per-op choice, scheduler/dispatch.h; without a
+// dispatcher, clef_best_handwritten()'s), pointer and name, each written in one store (readers never see a
 // NULL). Prints one line per op to stderr under CLEF_VERBOSE, marking the
 // fall-throughs. Returns the number of ops that fell through.
 int clef_fill_fallthrough(clef_kernels *t, const char *lib);
