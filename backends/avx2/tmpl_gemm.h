@@ -21,7 +21,7 @@
 // Memory: the interface has no scratch argument, so the packed path
 // allocates its two packing buffers per call (≤ KC·(M + NC) floats; a failed
 // allocation falls back to the small path, which is always correct). Calls
-// that small enough to skip packing allocate nothing.
+// small enough to skip packing allocate nothing.
 //
 // Determinism: every C element sums its K range in the same order (KC blocks
 // in order, k ascending within a block) whatever the thread count: threads
@@ -321,6 +321,79 @@ static inline void rs_st(float *p, vf v, int w, int accum)
         vf_storen(p, v, w);
 }
 
+// the first n (clamped to 0..4) floats of p in an xmm, the rest zero
+static inline __m128 v8_lo4(const float *p, int n)
+{
+    switch (n < 0 ? 0 : n > 4 ? 4 : n) {
+    case 4:
+        return _mm_loadu_ps(p);
+    case 3:
+        return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)),
+                             _mm_load_ss(p + 2));
+    case 2:
+        return _mm_castpd_ps(_mm_load_sd((const double *)p));
+    case 1:
+        return _mm_load_ss(p);
+    default:
+        return _mm_setzero_ps();
+    }
+}
+
+// the first n (≤ 4) lanes of x to p
+static inline void gemm_st4n(float *p, __m128 x, int n)
+{
+    switch (n) {
+    case 4:
+        _mm_storeu_ps(p, x);
+        break;
+    case 3:
+        _mm_storel_pi((__m64 *)p, x);
+        _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
+        break;
+    case 2:
+        _mm_storel_pi((__m64 *)p, x);
+        break;
+    default:
+        _mm_store_ss(p, x);
+        break;
+    }
+}
+
+// R rows × one xmm (w ≤ 4: the heads of width 4-8 split in dh = 4): 4-wide
+// FMAs, and for w = 4 plain 16-byte loads and stores with no tail logic.
+#define GEMM_ROWS_X4(R)                                                        \
+    static void rows_x4_##R(int K, const float *A, size_t sai, size_t sak,     \
+                            const float *B, int ldb, float *C, int ldc, int w, \
+                            int accum)                                         \
+    {                                                                          \
+        __m128 s[R];                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =             \
+            _mm_setzero_ps();                                                  \
+        if (w == 4) {                                                          \
+            for (int k = 0; k < K; k++) {                                      \
+                __m128 b = _mm_loadu_ps(B + (size_t)k * ldb);                  \
+                const float *a = A + k * sak;                                  \
+                _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =     \
+                    _mm_fmadd_ps(_mm_set1_ps(a[r * sai]), b, s[r]);            \
+            }                                                                  \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
+                float *c = C + (size_t)r * ldc;                                \
+                _mm_storeu_ps(c, accum ? _mm_add_ps(_mm_loadu_ps(c), s[r]) : s[r]); \
+            }                                                                  \
+            return;                                                            \
+        }                                                                      \
+        for (int k = 0; k < K; k++) {                                          \
+            __m128 b = v8_lo4(B + (size_t)k * ldb, w);                         \
+            const float *a = A + k * sak;                                      \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =         \
+                _mm_fmadd_ps(_mm_set1_ps(a[r * sai]), b, s[r]);                \
+        }                                                                      \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                  \
+            float *c = C + (size_t)r * ldc;                                    \
+            gemm_st4n(c, accum ? _mm_add_ps(v8_lo4(c, w), s[r]) : s[r], w);    \
+        }                                                                      \
+    }
+
 // R rows × one vector (w ≤ VW), R a compile-time constant per instance so the
 // accumulators stay in registers.
 #define GEMM_ROWS_1V(R)                                                        \
@@ -366,6 +439,8 @@ static inline void rs_st(float *p, vf v, int w, int accum)
 GEMM_ROWS_1V(1) GEMM_ROWS_1V(2) GEMM_ROWS_1V(3) GEMM_ROWS_1V(4)
 GEMM_ROWS_1V(5) GEMM_ROWS_1V(6) GEMM_ROWS_1V(7) GEMM_ROWS_1V(8)
 GEMM_ROWS_2V(1) GEMM_ROWS_2V(2) GEMM_ROWS_2V(3) GEMM_ROWS_2V(4)
+GEMM_ROWS_X4(1) GEMM_ROWS_X4(2) GEMM_ROWS_X4(3) GEMM_ROWS_X4(4)
+GEMM_ROWS_X4(5) GEMM_ROWS_X4(6) GEMM_ROWS_X4(7) GEMM_ROWS_X4(8)
 
 typedef void (*gemm_rows_fn)(int K, const float *A, size_t sai, size_t sak,
                              const float *B, int ldb, float *C, int ldc, int w,
@@ -373,6 +448,9 @@ typedef void (*gemm_rows_fn)(int K, const float *A, size_t sai, size_t sak,
 static const gemm_rows_fn rows_1v[9] = {NULL,    rows_1v_1, rows_1v_2,
                                         rows_1v_3, rows_1v_4, rows_1v_5,
                                         rows_1v_6, rows_1v_7, rows_1v_8};
+static const gemm_rows_fn rows_x4[9] = {NULL,    rows_x4_1, rows_x4_2,
+                                        rows_x4_3, rows_x4_4, rows_x4_5,
+                                        rows_x4_6, rows_x4_7, rows_x4_8};
 static const gemm_rows_fn rows_2v[5] = {NULL, rows_2v_1, rows_2v_2, rows_2v_3,
                                         rows_2v_4};
 
@@ -389,8 +467,8 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
             int R = M - i < rb ? M - i : rb;
             const float *a = A + i * sai;
             float *c = C + (size_t)i * ldc + j;
-            (w <= VW ? rows_1v : rows_2v)[R](K, a, sai, sak, B + j, ldb, c, ldc,
-                                             w, accum);
+            (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
+                K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
         }
     }
 }
@@ -399,24 +477,6 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
 // small stack buffer (a plain transpose, not panel packing) and the row
 // kernels run on it; dot products with horizontal sums would cost more.
 #define GEMM_NT_T_MAX 4096
-
-// the first n (clamped to 0..4) floats of p in an xmm, the rest zero
-static inline __m128 v8_lo4(const float *p, int n)
-{
-    switch (n < 0 ? 0 : n > 4 ? 4 : n) {
-    case 4:
-        return _mm_loadu_ps(p);
-    case 3:
-        return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)),
-                             _mm_load_ss(p + 2));
-    case 2:
-        return _mm_castpd_ps(_mm_load_sd((const double *)p));
-    case 1:
-        return _mm_load_ss(p);
-    default:
-        return _mm_setzero_ps();
-    }
-}
 static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
                            const float *B, int ldb, float *C, int ldc, int accum)
 {
