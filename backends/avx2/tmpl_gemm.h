@@ -484,7 +484,28 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
         return -1;
     float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
     int j = 0;
-    if (K <= 8) // 8 rows of B at a time through an 8x8 register transpose
+    if (K <= 4) // 4 rows of B at a time through a 4x4 register transpose
+        for (; j + 4 <= N; j += 4) {
+            const float *b0 = B + (size_t)j * ldb;
+            __m128 r0 = v8_lo4(b0, K), r1 = v8_lo4(b0 + ldb, K);
+            __m128 r2 = v8_lo4(b0 + 2 * (size_t)ldb, K), r3 = v8_lo4(b0 + 3 * (size_t)ldb, K);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            float *d = bt + j;
+            switch (K) { // rows k ≥ K of the transpose are zero: not stored
+            case 4:
+                _mm_storeu_ps(d + 3 * (size_t)N, r3);
+                /* fall through */
+            case 3:
+                _mm_storeu_ps(d + 2 * (size_t)N, r2);
+                /* fall through */
+            case 2:
+                _mm_storeu_ps(d + (size_t)N, r1);
+                /* fall through */
+            default:
+                _mm_storeu_ps(d, r0);
+            }
+        }
+    else if (K <= 8) // 8 rows of B at a time through an 8x8 register transpose
         for (; j + 8 <= N; j += 8) {
             __m256 r[8];
             for (int i = 0; i < 8; i++) {
