@@ -58,8 +58,11 @@ void CLEF_KNAME(layernorm_fwd)(int rows, int n, const float *x,
         float var = ln_row_ss(n, xr, mean) / (float)n;
         float rs = 1.0f / sqrtf(var + CLEF_LN_EPS);
         vf m = vf_set1(mean), s = vf_set1(rs);
+        // the row after next streams in while this one is written
+        const char *next = (const char *)(xr + (r + 2 < rows ? 2 * (size_t)n : 0));
         int i = 0;
         for (; i + VW <= n; i += VW) {
+            _mm_prefetch(next + i * sizeof(float), _MM_HINT_T0);
             vf h = vf_mul(vf_sub(vf_load(xr + i), m), s);
             vf_store(hr + i, h);
             vf_store(yr + i, vf_fma(vf_load(gamma + i), h, vf_load(beta + i)));
