@@ -10,11 +10,15 @@
 //                        degree 6 in 1/|x| from 4 to 10.1), x² split exactly
 //                        with an FMA so e^{−x²} keeps full relative accuracy;
 //      NaN → NaN, ±Inf → ±1.
-// Φ:   the same pieces give erfc(|x|/√2) with RELATIVE accuracy in the lower
-//      tail (GELU of large negative x), until e^{−x²/2} flushes below FLT_MIN.
-// Coefficients: weighted least squares on 4000 Chebyshev nodes against double
-// erf/erfc, rounded to float. tests/test_erf.c checks every ISA against
-// double erf on a dense sweep of all float magnitudes.
+// Φ:   ½ e^{−x²/2} erfcx(|x|/√2) (erfcx: one degree-16 polynomial on [0, 4),
+//      16 table-driven pieces on AVX-512), RELATIVE accuracy in the lower
+//      tail (GELU of large negative x) until e^{−x²/2} flushes below FLT_MIN.
+//      The AVX-512 GELU hot path tabulates Φ and φ directly instead
+//      (backends/avx512/gelu_lut.h) and uses this form beyond |x| = 4√2.
+// Coefficients: weighted least squares on Chebyshev nodes against double
+// erf/erfc, rounded to float: backends/avx2/fit_coefficients.py reproduces
+// them. tests/test_erf.c checks every ISA against double erf on a dense sweep
+// of all float magnitudes, and GELU against the scalar reference.
 #ifndef CLEF_TMPL_MATH_H
 #define CLEF_TMPL_MATH_H
 
@@ -149,16 +153,17 @@ static inline vf vf_exp_neg(vf x)
 #ifdef CLEF_ISA_LOOKUP16
 // AVX-512 hot path: 16 pieces of width 1/4 on [0, 4), degree 6 each in
 // u − centre (weighted least squares per piece, float-evaluated relative
-// error 1.0e-7), coefficients picked per lane with vpermps.
+// error 1.0e-7; fit_coefficients.py lut16), coefficients picked per lane
+// with vpermps.
 static inline vf vf_erfcx_0_4(vf u)
 {
     static const float c0[16] = {8.732218742e-01f, 6.858572364e-01f, 5.568138957e-01f, 4.643115699e-01f, 3.956980705e-01f, 3.432959020e-01f, 3.022612035e-01f, 2.694299817e-01f, 2.426703572e-01f, 2.205056995e-01f, 2.018875480e-01f, 1.860549301e-01f, 1.724443585e-01f, 1.606310755e-01f, 1.502897292e-01f, 1.411674172e-01f};
     static const float c1[16] = {-9.100737572e-01f, -6.139862537e-01f, -4.323618114e-01f, -3.158338964e-01f, -2.380584925e-01f, -1.843154728e-01f, -1.460302323e-01f, -1.180167198e-01f, -9.703011811e-02f, -8.097712696e-02f, -6.846950203e-02f, -5.856329203e-02f, -5.060196668e-02f, -4.411945865e-02f, -3.877867758e-02f, -3.433166444e-02f};
     static const float c2[16] = {7.594625950e-01f, 4.556123912e-01f, 2.865877450e-01f, 1.879569292e-01f, 1.278822869e-01f, 8.986211568e-02f, 6.496207416e-02f, 4.814862832e-02f, 3.648136556e-02f, 2.818500996e-02f, 2.215510234e-02f, 1.768546738e-02f, 1.431320701e-02f, 1.172790024e-02f, 9.717010893e-03f, 8.132222109e-03f};
-    static const float c3[16] = {-5.434158444e-01f, -2.954164743e-01f, -1.688276976e-01f, -1.009135246e-01f, -6.279353797e-02f, -4.050317034e-02f, -2.697780915e-02f, -1.849197410e-02f, -1.300478168e-02f, -9.358469397e-03f, -6.874898914e-03f, -5.145041738e-03f, -3.915459849e-03f, -3.025194397e-03f, -2.369676018e-03f, -1.879534801e-03f};
-    static const float c4[16] = {3.457696736e-01f, 1.724153757e-01f, 9.053474665e-02f, 4.982843623e-02f, 2.861954086e-02f, 1.708498411e-02f, 1.056148019e-02f, 6.738035474e-03f, 4.423068371e-03f, 2.979301615e-03f, 2.054232638e-03f, 1.446727780e-03f, 1.038691844e-03f, 7.589304587e-04f, 5.634650006e-04f, 4.245104792e-04f};
-    static const float c5[16] = {-2.015451044e-01f, -9.289427102e-02f, -4.514789209e-02f, -2.303733677e-02f, -1.229099836e-02f, -6.830137689e-03f, -3.939199261e-03f, -2.350152005e-03f, -1.446072245e-03f, -9.151778067e-04f, -5.942514981e-04f, -3.950179380e-04f, -2.682709310e-04f, -1.858047908e-04f, -1.310273510e-04f, -9.394098015e-05f};
-    static const float c6[16] = {1.072679460e-01f, 4.607940838e-02f, 2.088742517e-02f, 9.950885549e-03f, 4.963288084e-03f, 2.582432237e-03f, 1.396879787e-03f, 7.830354734e-04f, 4.535482149e-04f, 2.707165258e-04f, 1.661061251e-04f, 1.045347963e-04f, 6.733717601e-05f, 4.431598791e-05f, 2.974711606e-05f, 2.033540841e-05f};
+    static const float c3[16] = {-5.434148908e-01f, -2.954160869e-01f, -1.688275337e-01f, -1.009134501e-01f, -6.279350817e-02f, -4.050315544e-02f, -2.697779983e-02f, -1.849197038e-02f, -1.300477982e-02f, -9.358468466e-03f, -6.874897983e-03f, -5.145041272e-03f, -3.915459383e-03f, -3.025194164e-03f, -2.369675785e-03f, -1.879534684e-03f};
+    static const float c4[16] = {3.457698822e-01f, 1.724154353e-01f, 9.053476155e-02f, 4.982843995e-02f, 2.861953899e-02f, 1.708498411e-02f, 1.056147926e-02f, 6.738035474e-03f, 4.423067905e-03f, 2.979301615e-03f, 2.054232405e-03f, 1.446727780e-03f, 1.038691844e-03f, 7.589304005e-04f, 5.634650006e-04f, 4.245104792e-04f};
+    static const float c5[16] = {-2.016043514e-01f, -9.291809797e-02f, -4.515800253e-02f, -2.304185182e-02f, -1.229311246e-02f, -6.831171457e-03f, -3.939725459e-03f, -2.350430004e-03f, -1.446224283e-03f, -9.152636630e-04f, -5.943013821e-04f, -3.950477112e-04f, -2.682891791e-04f, -1.858162286e-04f, -1.310346561e-04f, -9.394574590e-05f};
+    static const float c6[16] = {1.072820574e-01f, 4.608531669e-02f, 2.088997513e-02f, 9.952021763e-03f, 4.963813350e-03f, 2.582683694e-03f, 1.397003885e-03f, 7.830992690e-04f, 4.535817134e-04f, 2.707349777e-04f, 1.661164570e-04f, 1.045407407e-04f, 6.734045746e-05f, 4.431793059e-05f, 2.974867130e-05f, 2.033637429e-05f};
     __m512i j = _mm512_min_epi32(_mm512_cvttps_epi32(vf_mul(u, vf_set1(4.0f))),
                                  _mm512_set1_epi32(15));
     vf t = vf_sub(u, vf_fma(_mm512_cvtepi32_ps(j), vf_set1(0.25f), vf_set1(0.125f)));
