@@ -1,7 +1,8 @@
 // Multi-head attention core, written once against the vf layer; the two
 // products per head go through this ISA's own GEMM (ATTN_GEMM_NT/NN/TN,
 // defined by the including file), which takes its small-shape path for
-// narrow heads.
+// narrow heads (on AVX-512 the GEMMs of heads ≤ 8 wide run in ymm; the
+// softmax rows, as long as the keys, stay in zmm).
 //   fwd: A_h (nq, nk) = softmax_rows(scale · Q_h K_hᵀ), O_h = A_h V_h
 //   bwd: dA = dO_h V_hᵀ; dV_h += A_hᵀ dO_h; dS = scale · A ⊙ (dA − rowsum(dA⊙A));
 //        dQ_h += dS K_h; dK_h += dSᵀ Q_h       (scale = 1/√dh, folded into dS)
@@ -14,7 +15,6 @@ void CLEF_KNAME(attention_fwd)(int nq, int nk, int heads, int dh,
                                const float *V, int ldv, float *A, float *O,
                                int ldo)
 {
-    CLEF_NARROW(dh <= 8, clef_f32_attention_fwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, O, ldo));
     float scale = attn_scale(dh);
     for (int h = 0; h < heads; h++) {
         float *Ah = A + (size_t)h * nq * nk; // (nq, nk)
@@ -35,7 +35,6 @@ void CLEF_KNAME(attention_bwd)(int nq, int nk, int heads, int dh,
                                float *dK, int lddk, float *dV, int lddv,
                                float *scratch)
 {
-    CLEF_NARROW(dh <= 8, clef_f32_attention_bwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, dO, lddo, dQ, lddq, dK, lddk, dV, lddv, scratch));
     float scale = attn_scale(dh);
     float *dS = scratch; // (nq, nk): dA, then dS in place
     for (int h = 0; h < heads; h++) {
