@@ -1,6 +1,7 @@
 // layernorm_fwd / layernorm_bwd of the ISA backends against the scalar
-// reference, every n in 1..33 and larger (8200: the unfused backward), 1..5 rows, rows offset from zero
-// (so centring matters). Tolerances (FLT_EPSILON units, relative to the
+// reference, every n in 1..33 and larger (8200: the unfused backward);
+// 1, 3, 5 and 17 rows (the width-8 path works in blocks of 8 rows); rows
+// offset from zero (so centring matters). Tolerances (FLT_EPSILON units, relative to the
 // output's scale): y, xhat, rstd 4(n + 4) (two length-n reductions);
 // dgamma, dbeta bitwise (same column order, no FMA); dx 4(n + 4).
 #include "isa_common.h"
@@ -9,8 +10,10 @@ static void layernorm_family(const char *isa)
 {
     const clef_kernels *k = isa_table_or_skip(isa);
     uint64_t rng = 0x1a7e0u;
+    static const int row_counts[] = {1, 3, 5, 17}; // 17: blocks of 8 rows + 1
     for (int li = 0; li <= ISA_NLENGTHS; li++) // last: 8200 > LN_FUSED_MAX
-        for (int rows = 1; rows <= 5; rows += 2) {
+        for (int ri = 0; ri < 4; ri++) {
+            int rows = row_counts[ri];
             int n = li < ISA_NLENGTHS ? isa_lengths[li] : 8200;
             size_t sz = (size_t)rows * n;
             double units = 4.0 * (n + 4);
