@@ -76,8 +76,9 @@ void clef_f32_gemm_nt_14x32__avx512(int M, int N, int K, const float *A, int lda
                                     int accumulate)
 {
     gemm_layout L = {0, 1};
-    // narrow dot products (the tiny head's K = 8) run faster in ymm
-    CLEF_NARROW(K <= 8, clef_f32_gemm_nt_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
+    // narrow rows of C (N ≤ 8: the small path transposes B and runs row
+    // kernels N wide) run faster in ymm
+    CLEF_NARROW(N <= 8, clef_f32_gemm_nt_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         if (gemm_nt_small_t(M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
