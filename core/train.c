@@ -117,12 +117,23 @@ void clef_adamw_step(const clef_kernels *k, clef_head *hd,
         .step_size = (float)(o->lr / bc1),
         .bc2_sqrt = (float)sqrt(bc2),
     };
-    for (int i = 0; i < hd->ntensors; i++) {
+    // One call per run of consecutive tensors with the same decay: the
+    // update is elementwise: the same math as one call per tensor.
+    for (int i = 0; i < hd->ntensors;) {
         const clef_tensor_info *ti = &hd->tensors[i];
-        int decays = o->decay_all || ti->decays_in_weights_scope;
+        const int decays = o->decay_all || ti->decays_in_weights_scope;
+        size_t n = 0;
+        int j = i;
+        for (; j < hd->ntensors; j++) {
+            const clef_tensor_info *tj = &hd->tensors[j];
+            if ((o->decay_all || tj->decays_in_weights_scope) != decays)
+                break;
+            n += tj->numel;
+        }
         a.decay = decays ? (float)o->weight_decay : 0.f;
-        k->adamw(ti->numel, hd->params + ti->offset, hd->grads + ti->offset,
+        k->adamw(n, hd->params + ti->offset, hd->grads + ti->offset,
                  hd->m + ti->offset, hd->v + ti->offset, &a);
+        i = j;
     }
 }
 
