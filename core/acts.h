@@ -37,7 +37,6 @@ typedef struct field_acts {
     float *xa;    // x0 + SA              (Q, w)
     ln_acts n2;   // norm2(xa)            (Q, w)
     float *qc;    // cross-attn queries   (Q, w)
-    float *kvc;   // K | V of raw memory  (T, 2w)
     float *ca;    // probabilities        (h, Q, T)
     float *ca_o;  // cross-attn output    (Q, w)
     float *xb;    // xa + CA              (Q, w)
@@ -83,6 +82,11 @@ struct clef_ws {
     float *gw;     // g W_gᵀ                    (nb, w)
     float *F0;     // field stream input        (Q, w)
     field_acts *field; // [L]
+    // The field layers' cross-attentions all read the raw memory M, so their
+    // K | V projections are one GEMM: kvw stacks the L layers' [W_k; W_v]
+    // (L·2w, w), kvb their biases (L·2w), kvc = M kvwᵀ + kvb (T, L·2w);
+    // layer j's K | V are columns [2wj, 2wj + 2w).
+    float *kvw, *kvb, *kvc;
     ln_acts fnorm; // field_norm(F^L) = F̂       (Q, w)
     float *fo;     // f_o = F̂[owner(o)]         (O, w)
     ln_acts onorm; // option_norm(R) = n        (O, w)
@@ -112,6 +116,8 @@ struct clef_ws {
     float *dxa, *dxb;     // (Q, w) field residual stream gradients
     float *dwd;           // (w, d) dMᵀ x̂ for the memory projection
     float *dvec;          // (max(nb·w, d)) column sums
+    float *dkvc, *dkvw;   // (T, L·2w), (L·2w, w): the stacked K | V grads
+    float *dbias;         // (max(3w, L·2w)) packed in_proj bias sums
 };
 
 #endif

@@ -11,12 +11,17 @@
 
 static void zero(float *x, size_t n) { memset(x, 0, sizeof(float) * n); }
 
-// db (n) += Σ_rows x[r·ld .. r·ld + n): a bias gradient over strided rows.
-static void colsum_strided(int rows, int n, const float *x, int ld, float *db)
+// The gradients of a packed in_proj bias: sums (ld) = Σ_rows of x (rows, ld)
+// (one colsum kernel call), then db[i] += sums[off + i] for the blocks kept.
+static void bias_blocks(const clef_kernels *k, int rows, int ld,
+                        const float *x, float *sums, int n, const int *offs,
+                        int nblocks, float *db)
 {
-    for (int r = 0; r < rows; r++)
+    memset(sums, 0, sizeof(float) * ld);
+    k->colsum(rows, ld, x, sums);
+    for (int b = 0; b < nblocks; b++)
         for (int i = 0; i < n; i++)
-            db[i] += x[(size_t)r * ld + i];
+            db[offs[b] + i] += sums[offs[b] + i];
 }
 
 // Zero by construction: a key bias shifts every score of a query row equally,
@@ -62,41 +67,80 @@ typedef struct att_rows {
     const size_t *m_off;
 } att_rows;
 
-// Backward of y = resid + MHA(xq, xkv) over the batch (the residual part is
-// the caller's). dxq (nq, w) is overwritten; dxkv (nk, w) is overwritten or,
-// with kv_accumulate, added to. Scratch: dO, dq (nq, w); dkv (nk, 2w);
-// att_scratch (the largest nq·nk of a record).
-static void mha_bwd(const clef_kernels *k, const clef_config *c, int nb,
-                    const att_rows *ar, const float *dy, const float *xq,
-                    const float *xkv, const float *in_w, const float *out_w,
-                    float *g_in_w, float *g_in_b, float *g_out_w,
-                    float *g_out_b, const float *q, const float *kv,
-                    const float *att, const float *o, float *dO, float *dq,
-                    float *dkv, float *att_scratch, float *dxq, float *dxkv,
-                    int kv_accumulate)
+// Backward of y = resid + MHA(xq, K | V) over the batch, query side (the
+// residual part is the caller's): out_proj, attention and the query rows of
+// in_proj. dxq (nq, w) is overwritten; the K | V gradients are ADDED to dkv
+// (nk, lddkv), which the caller zeroed. kv (nk, ldkv) as in the forward.
+// Scratch: dO, dq (nq, w); att_scratch (the largest nq·nk of a record).
+static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
+                      const att_rows *ar, const float *dy, const float *xq,
+                      const float *in_w, const float *out_w, float *g_in_w,
+                      float *g_in_b, float *g_out_w, float *g_out_b,
+                      const float *q, const float *kv, int ldkv,
+                      const float *att, const float *o, float *dO, float *dq,
+                      float *dkv, int lddkv, float *att_scratch, float *dxq)
 {
-    const int w = c->w, h = c->h, nq = ar->q_off[nb], nk = ar->k_off[nb];
+    const int w = c->w, h = c->h, nq = ar->q_off[nb];
     k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, 1); // dW_o += dyᵀ O
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
     zero(dq, (size_t)nq * w);
-    zero(dkv, (size_t)nk * 2 * w);
     for (int b = 0; b < nb; b++) {
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
-        const size_t qr = (size_t)q0 * w, kr = (size_t)k0 * 2 * w;
+        const size_t qr = (size_t)q0 * w;
+        const float *kvb = kv + (size_t)k0 * ldkv;
+        float *dkvb = dkv + (size_t)k0 * lddkv;
         k->attention_bwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
-                         w / h, q + qr, w, kv + kr, 2 * w, kv + kr + w, 2 * w,
-                         att + h * ar->m_off[b], dO + qr, w, dq + qr, w,
-                         dkv + kr, 2 * w, dkv + kr + w, 2 * w, att_scratch);
+                         w / h, q + qr, w, kvb, ldkv, kvb + w, ldkv,
+                         att + h * ar->m_off[b], dO + qr, w, dq + qr, w, dkvb,
+                         lddkv, dkvb + w, lddkv, att_scratch);
     }
     k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, 1); // dW_q += dqᵀ xq
     k->colsum(nq, w, dq, g_in_b);
-    k->gemm_tn(2 * w, w, nk, dkv, 2 * w, xkv, w, g_in_w + (size_t)w * w, w,
-               1); // [dW_k; dW_v] (2w, w) += dkvᵀ xkv
-    colsum_strided(nk, w, dkv + w, 2 * w, g_in_b + 2 * w); // b_v only
     k->gemm_nn(nq, w, w, dq, w, in_w, w, dxq, w, 0);
-    k->gemm_nn(nk, w, 2 * w, dkv, 2 * w, in_w + (size_t)w * w, w, dxkv, w,
-               kv_accumulate);
+}
+
+// Key/value side of an attention whose K | V = xkv [W_k; W_v]ᵀ + b over nk
+// rows, given dkv (nk, 2w) with dK in its first w columns and dV in the
+// next w: [dW_k; dW_v] (2w, w) += dkvᵀ xkv, b_v += Σ dV (b_k: see above), and
+// dxkv (nk, w) = or += dkv [W_k; W_v].
+static void mha_bwd_kv(const clef_kernels *k, const clef_config *c, int nk,
+                       const float *dkv, const float *xkv, const float *in_w,
+                       float *g_in_w, float *g_in_b, float *sums, float *dxkv,
+                       int accumulate)
+{
+    const int w = c->w, lddkv = 2 * w, v_only[1] = {w};
+    k->gemm_tn(2 * w, w, nk, dkv, lddkv, xkv, w, g_in_w + (size_t)w * w, w, 1);
+    bias_blocks(k, nk, lddkv, dkv, sums, w, v_only, 1, g_in_b + w); // b_v
+    k->gemm_nn(nk, w, 2 * w, dkv, lddkv, in_w + (size_t)w * w, w, dxkv, w,
+               accumulate);
+}
+
+// The field layers' cross-attention K | V were one stacked GEMM over the raw
+// memory (forward.c); their backward is one too, once every layer has added
+// its dK | dV to ws->dkvc (T, L·2w): the stacked weight gradient
+// dkvcᵀ M (L·2w, w) is split back into each layer's in_proj rows, and
+// dM += dkvc [W_k; W_v]_stacked.
+static void field_kv_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
+{
+    const clef_config *c = &hd->cfg;
+    const int w = c->w, T = ws->T, L2w = c->L * 2 * w;
+    if (!c->L)
+        return;
+    k->gemm_tn(L2w, w, T, ws->dkvc, L2w, ws->M, w, ws->dkvw, w, 0);
+    memset(ws->dbias, 0, sizeof(float) * L2w);
+    k->colsum(T, L2w, ws->dkvc, ws->dbias);
+    for (int j = 0; j < c->L; j++) {
+        clef_field_tensors *g = &hd->g.field[j];
+        float *dst = g->ca_in_w + (size_t)w * w; // rows [w, 3w)
+        const float *src = ws->dkvw + (size_t)j * 2 * w * w;
+        for (size_t i = 0; i < (size_t)2 * w * w; i++)
+            dst[i] += src[i];
+        const float *sv = ws->dbias + (size_t)j * 2 * w + w; // b_v only
+        for (int i = 0; i < w; i++)
+            g->ca_in_b[2 * w + i] += sv[i];
+    }
+    k->gemm_nn(T, w, L2w, ws->dkvc, L2w, ws->kvw, w, ws->dM, w, 1);
 }
 
 // Section 9 backward: from dz (O) to dR (O, w) += option-norm path,
@@ -194,11 +238,13 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     ffn_bwd(k, c, Q, dio, &a->n3, p->n3_w, g->n3_w, g->n3_b, p->l1_w, g->l1_w,
             g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
             ws->dC, dxb);
-    // xb = xa + CA(LN2 xa, M): memory gradient straight into dM
-    mha_bwd(k, c, ws->nb, &ar, dxb, a->n2.y, ws->M, p->ca_in_w, p->ca_out_w,
-            g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc, a->kvc,
-            a->ca, a->ca_o, ws->dA, ws->dB_, ws->dkv, ws->att_scratch, ws->dC,
-            ws->dM, 1);
+    // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
+    const int L2w = c->L * 2 * w;
+    mha_bwd_q(k, c, ws->nb, &ar, dxb, a->n2.y, p->ca_in_w, p->ca_out_w,
+              g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc,
+              ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
+              ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
+              ws->dC);
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
     // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
@@ -217,8 +263,8 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
                          dqkv + r3 + 2 * w, 3 * w, ws->att_scratch);
     }
     k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w, 1);
-    colsum_strided(Q, w, dqkv, 3 * w, g->sa_in_b);                 // b_q
-    colsum_strided(Q, w, dqkv + 2 * w, 3 * w, g->sa_in_b + 2 * w); // b_v
+    const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
+    bias_blocks(k, Q, 3 * w, dqkv, ws->dbias, w, q_and_v, 2, g->sa_in_b);
     k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p->sa_in_w, w, dln, w, 0);
     memcpy(dio, dxa, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, dln, &a->n1, p->n1_w, dio, g->n1_w, g->n1_b);
@@ -239,9 +285,12 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
             ws->dA, ws->dB_, ws->dC, ws->dR1);
-    mha_bwd(k, c, ws->nb, &ar, ws->dR1, a->qn.y, a->mn.y, p->in_w, p->out_w, g->in_w,
-            g->in_b, g->out_w, g->out_b, a->q, a->kv, a->att, a->o, ws->dA,
-            ws->dB_, ws->dkv, ws->att_scratch, ws->dC, ws->dmt, 0);
+    zero(ws->dkv, (size_t)T * 2 * w);
+    mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
+              g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
+              ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC);
+    mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
+               ws->dbias, ws->dmt, 0);
     ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
     ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
@@ -381,8 +430,10 @@ void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     memcpy(ws->dx, ws->dF, sizeof(float) * (size_t)Q * w);
     zero(ws->dF, (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dx, &ws->fnorm, P->fn_w, ws->dF, G->fn_w, G->fn_b);
+    zero(ws->dkvc, (size_t)T * c->L * 2 * w);
     for (int j = c->L - 1; j >= 0; j--)
         field_bwd(k, hd, j, ws, ws->dF);
+    field_kv_bwd(k, hd, ws);
     summary_bwd(k, hd, ws); // dF = ∂L/∂F⁰ → dR, dqv, dg
     for (int i = c->R - 1; i >= 0; i--)
         route_bwd(k, hd, i, ws, ws->dR);

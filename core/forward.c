@@ -42,24 +42,28 @@ typedef struct att_rows {
     const size_t *m_off;
 } att_rows;
 
-// y (nq, w) = resid + MHA(xq (nq, w), xkv (nk, w)) with packed in_proj, over
-// the whole batch: projections are one GEMM each, attention runs per record.
-// Saves q (nq, w), kv (nk, 2w) = [K | V], att (h, maps), o (nq, w).
+// y (nq, w) = resid + MHA(xq (nq, w), K | V) with packed in_proj, over the
+// whole batch: projections are one GEMM each, attention runs per record.
+// kv (nk, ldkv) holds K in its first w columns and V in the next w: computed
+// here from xkv (nk, w) when xkv is non-NULL (then ldkv = 2w), else given.
+// Saves q (nq, w), kv, att (h, maps), o (nq, w).
 static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
                     const att_rows *ar, const float *xq, const float *xkv,
                     const float *in_w, const float *in_b, const float *out_w,
-                    const float *out_b, float *q, float *kv, float *att,
-                    float *o, const float *resid, float *y)
+                    const float *out_b, float *q, float *kv, int ldkv,
+                    float *att, float *o, const float *resid, float *y)
 {
     const int w = c->w, h = c->h, nq = ar->q_off[nb], nk = ar->k_off[nb];
     clef_linear_fwd(k, nq, w, w, xq, in_w, in_b, q);
-    clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w, in_b + w, kv);
+    if (xkv)
+        clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w, in_b + w,
+                        kv);
     for (int b = 0; b < nb; b++) {
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
-        const float *kvb = kv + (size_t)k0 * 2 * w;
+        const float *kvb = kv + (size_t)k0 * ldkv;
         k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
-                         w / h, q + (size_t)q0 * w, w, kvb, 2 * w, kvb + w,
-                         2 * w, att + h * ar->m_off[b], o + (size_t)q0 * w, w);
+                         w / h, q + (size_t)q0 * w, w, kvb, ldkv, kvb + w,
+                         ldkv, att + h * ar->m_off[b], o + (size_t)q0 * w, w);
     }
     memcpy(y, resid, sizeof(float) * (size_t)nq * w);
     k->gemm_nt(nq, w, w, o, w, out_w, w, y, w, 1);
@@ -94,13 +98,13 @@ static void route_fwd(const clef_kernels *k, const clef_config *c,
     ln_fwd(k, T, w, ws->M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
     ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn);     // (O, w)
     mha_fwd(k, c, ws->nb, &ar, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w,
-            p->out_b, a->q, a->kv, a->att, a->o, R, a->r1);
+            p->out_b, a->q, a->kv, 2 * w, a->att, a->o, R, a->r1);
     ffn_fwd(k, c, O, a->r1, p->fn_w, p->fn_b, &a->fn, p->ff1_w, p->ff1_b,
             a->h1, a->u, p->ff2_w, p->ff2_b, a->out);
 }
 
 // Pre-norm decoder layer over the field slots (questions of each record).
-static void field_fwd(const clef_kernels *k, const clef_config *c,
+static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
                       const clef_field_tensors *p, field_acts *a, clef_ws *ws,
                       const float *x0)
 {
@@ -121,9 +125,9 @@ static void field_fwd(const clef_kernels *k, const clef_config *c,
     // cross-attention to the RAW memory M (no norm on the memory side)
     const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
     ln_fwd(k, Q, w, a->xa, p->n2_w, p->n2_b, &a->n2);
-    mha_fwd(k, c, ws->nb, &ar, a->n2.y, ws->M, p->ca_in_w, p->ca_in_b,
-            p->ca_out_w, p->ca_out_b, a->qc, a->kvc, a->ca, a->ca_o, a->xa,
-            a->xb);
+    mha_fwd(k, c, ws->nb, &ar, a->n2.y, NULL, p->ca_in_w, p->ca_in_b,
+            p->ca_out_w, p->ca_out_b, a->qc, ws->kvc + (size_t)j * 2 * w,
+            c->L * 2 * w, a->ca, a->ca_o, a->xa, a->xb);
     ffn_fwd(k, c, Q, a->xb, p->n3_w, p->n3_b, &a->n3, p->l1_w, p->l1_b, a->h1,
             a->u, p->l2_w, p->l2_b, a->out);
 }
@@ -246,10 +250,20 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
         }
     }
 
-    // 8. field layers, then F̂ = field_norm(F)
+    // 8. field layers, then F̂ = field_norm(F). Their cross-attention K | V
+    // all come from the raw memory: one GEMM (T, L·2w) for every layer.
+    for (int j = 0; j < c->L; j++) {
+        memcpy(ws->kvw + (size_t)j * 2 * w * w,
+               P->field[j].ca_in_w + (size_t)w * w, sizeof(float) * 2 * w * w);
+        memcpy(ws->kvb + (size_t)j * 2 * w, P->field[j].ca_in_b + w,
+               sizeof(float) * 2 * w);
+    }
+    if (c->L)
+        clef_linear_fwd(k, T, c->L * 2 * w, w, ws->M, ws->kvw, ws->kvb,
+                        ws->kvc);
     const float *F = ws->F0;
     for (int j = 0; j < c->L; j++) {
-        field_fwd(k, c, &P->field[j], &ws->field[j], ws, F);
+        field_fwd(k, c, j, &P->field[j], &ws->field[j], ws, F);
         F = ws->field[j].out;
     }
     ln_fwd(k, Q, w, F, P->fn_w, P->fn_b, &ws->fnorm);

@@ -80,7 +80,6 @@ static void carve(clef_ws *ws, arena *a)
         l->xa = take(a, Q * w);
         take_ln(a, &l->n2, Q, w);
         l->qc = take(a, Q * w);
-        l->kvc = take(a, T * 2 * w);
         l->ca = take(a, h * QT);
         l->ca_o = take(a, Q * w);
         l->xb = take(a, Q * w);
@@ -89,6 +88,10 @@ static void carve(clef_ws *ws, arena *a)
         l->u = take(a, Q * f);
         l->out = take(a, Q * w);
     }
+    const size_t L2w = (size_t)c->L * 2 * w;
+    ws->kvw = take(a, L2w * w);
+    ws->kvb = take(a, L2w);
+    ws->kvc = take(a, T * L2w);
     take_ln(a, &ws->fnorm, Q, w);
     ws->fo = take(a, O * w);
     take_ln(a, &ws->onorm, O, w);
@@ -134,6 +137,9 @@ static void carve(clef_ws *ws, arena *a)
     ws->dxa = take(a, Q * w);
     ws->dxb = take(a, Q * w);
     ws->dwd = take(a, w * d);
+    ws->dkvc = take(a, T * L2w);
+    ws->dkvw = take(a, L2w * w);
+    ws->dbias = take(a, L2w > 3 * w ? L2w : 3 * w);
     ws->dvec = take(a, B * w > d ? B * w : d);
 }
 
