@@ -71,7 +71,8 @@ typedef struct att_rows {
 // residual part is the caller's): out_proj, attention and the query rows of
 // in_proj. dxq (nq, w) is overwritten; the K | V gradients are ADDED to dkv
 // (nk, lddkv), which the caller zeroed. kv (nk, ldkv) as in the forward.
-// Scratch: dO, dq (nq, w); att_scratch (the largest nq·nk of a record).
+// Scratch: dO, dq (nq, w); att_scratch (Σ nq·nk over records: each record
+// has its own slice at its map offset, so records run in parallel).
 static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
                       const att_rows *ar, const float *dy, const float *xq,
                       const float *in_w, const float *out_w, float *g_in_w,
@@ -85,6 +86,7 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
     zero(dq, (size_t)nq * w);
+#pragma omp parallel for schedule(static) if (nb > 1)
     for (int b = 0; b < nb; b++) {
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
         const size_t qr = (size_t)q0 * w;
@@ -93,7 +95,7 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
         k->attention_bwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
                          w / h, q + qr, w, kvb, ldkv, kvb + w, ldkv,
                          att + h * ar->m_off[b], dO + qr, w, dq + qr, w, dkvb,
-                         lddkv, dkvb + w, lddkv, att_scratch);
+                         lddkv, dkvb + w, lddkv, att_scratch + ar->m_off[b]);
     }
     k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, 1); // dW_q += dqᵀ xq
     k->colsum(nq, w, dq, g_in_b);
@@ -253,6 +255,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     k->colsum(Q, w, dxa, g->sa_out_b);
     k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
     zero(dqkv, (size_t)Q * 3 * w);
+#pragma omp parallel for schedule(static) if (ws->nb > 1)
     for (int b = 0; b < ws->nb; b++) {
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
         const size_t r3 = (size_t)q0 * 3 * w;
@@ -260,7 +263,8 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
                          a->qkv + r3 + w, 3 * w, a->qkv + r3 + 2 * w, 3 * w,
                          a->sa + h * ws->qq_off[b], dO + (size_t)q0 * w, w,
                          dqkv + r3, 3 * w, dqkv + r3 + w, 3 * w,
-                         dqkv + r3 + 2 * w, 3 * w, ws->att_scratch);
+                         dqkv + r3 + 2 * w, 3 * w,
+                         ws->att_scratch + ws->qq_off[b]);
     }
     k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w, 1);
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
@@ -383,13 +387,18 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     k->gemm_tn(w, d, T, ws->dM, w, ws->xhat, d, D, d, 0); // D (w, d)
     zero(cs, w);
     k->colsum(T, w, ws->dM, cs);
-    for (int j = 0; j < w; j++) {
-        const float *Dj = D + (size_t)j * d, *Wj = P->W_m + (size_t)j * d;
-        float *gWj = G->W_m + (size_t)j * d;
-        for (int i = 0; i < d; i++) {
-            gWj[i] += Dj[i] * P->hn_w[i] + cs[j] * P->hn_b[i];
-            G->hn_w[i] += Wj[i] * Dj[i];
-            G->hn_b[i] += Wj[i] * cs[j];
+    // threads own column blocks; each column sums over j in order
+#pragma omp parallel for schedule(static) if ((size_t)w * d > (1 << 16))
+    for (int i0 = 0; i0 < d; i0 += 64) {
+        const int i1 = d - i0 < 64 ? d : i0 + 64;
+        for (int j = 0; j < w; j++) {
+            const float *Dj = D + (size_t)j * d, *Wj = P->W_m + (size_t)j * d;
+            float *gWj = G->W_m + (size_t)j * d;
+            for (int i = i0; i < i1; i++) {
+                gWj[i] += Dj[i] * P->hn_w[i] + cs[j] * P->hn_b[i];
+                G->hn_w[i] += Wj[i] * Dj[i];
+                G->hn_b[i] += Wj[i] * cs[j];
+            }
         }
     }
     for (int q = 0; q < Q; q++)

@@ -30,6 +30,7 @@ static void ln_fwd(const clef_kernels *k, int rows, int n, const float *x,
 static void affine_rows(int rows, int n, const float *xhat, const float *gamma,
                         const float *beta, float *y)
 {
+#pragma omp parallel for schedule(static) if ((size_t)rows * n > (1 << 16))
     for (int r = 0; r < rows; r++)
         for (int i = 0; i < n; i++)
             y[(size_t)r * n + i] = xhat[(size_t)r * n + i] * gamma[i] + beta[i];
@@ -58,6 +59,8 @@ static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
     if (xkv)
         clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w, in_b + w,
                         kv);
+    // records are independent: one thread per record when there are several
+#pragma omp parallel for schedule(static) if (nb > 1)
     for (int b = 0; b < nb; b++) {
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
         const float *kvb = kv + (size_t)k0 * ldkv;
@@ -112,6 +115,7 @@ static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
     ln_fwd(k, Q, w, x0, p->n1_w, p->n1_b, &a->n1);
     // self-attention: Q, K, V from the same normalised stream (Q, 3w)
     clef_linear_fwd(k, Q, 3 * w, w, a->n1.y, p->sa_in_w, p->sa_in_b, a->qkv);
+#pragma omp parallel for schedule(static) if (ws->nb > 1)
     for (int b = 0; b < ws->nb; b++) {
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
         const float *qkv = a->qkv + (size_t)q0 * 3 * w;

@@ -131,8 +131,14 @@ void clef_adamw_step(const clef_kernels *k, clef_head *hd,
             n += tj->numel;
         }
         a.decay = decays ? (float)o->weight_decay : 0.f;
-        k->adamw(n, hd->params + ti->offset, hd->grads + ti->offset,
-                 hd->m + ti->offset, hd->v + ti->offset, &a);
+        // elementwise and memory-bound: fixed chunks across threads
+        const size_t chunk = (size_t)1 << 16, off = ti->offset;
+#pragma omp parallel for schedule(static) if (n > 2 * chunk)
+        for (size_t c0 = 0; c0 < n; c0 += chunk) {
+            const size_t m = n - c0 < chunk ? n - c0 : chunk;
+            k->adamw(m, hd->params + off + c0, hd->grads + off + c0,
+                     hd->m + off + c0, hd->v + off + c0, &a);
+        }
         i = j;
     }
 }
