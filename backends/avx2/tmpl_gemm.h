@@ -173,6 +173,26 @@ static int gemm_threads(int M, int N, int K)
     return omp_get_max_threads();
 }
 
+// Packing buffers: one per calling thread, grown on demand and kept, so the
+// training loop allocates nothing after its first update (a fresh multi-MB
+// buffer per call also costs page faults and kernel page clearing on every
+// call). The cache is the only state this file keeps; it holds workspace,
+// never results.
+static _Thread_local float *gemm_pack_buf;
+static _Thread_local size_t gemm_pack_len; // floats
+
+static float *gemm_pack_buffer(size_t n)
+{
+    if (n <= gemm_pack_len)
+        return gemm_pack_buf;
+    free(gemm_pack_buf);
+    gemm_pack_len = 0;
+    gemm_pack_buf = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    if (gemm_pack_buf)
+        gemm_pack_len = n;
+    return gemm_pack_buf;
+}
+
 // The packed path. Returns -1 when the packing buffers cannot be allocated.
 // Loop order: for each KC block, pack all of op(A)[:, p0:p0+kc] once (so A is
 // packed once per call, not once per NC block), then for each NC block pack
@@ -186,13 +206,11 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
     int ncmax = N < bl.nc ? N : bl.nc;
     int ncp = (ncmax + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
     int mp = (M + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
-    float *Bp = aligned_alloc(64, ((size_t)kcmax * ncp * sizeof(float) + 63) / 64 * 64);
-    float *Ap = aligned_alloc(64, ((size_t)kcmax * mp * sizeof(float) + 63) / 64 * 64);
-    if (!Bp || !Ap) {
-        free(Bp);
-        free(Ap);
+    const size_t nb = ((size_t)kcmax * ncp + 15) / 16 * 16; // 64-byte aligned
+    float *Bp = gemm_pack_buffer(nb + (size_t)kcmax * mp);
+    if (!Bp)
         return -1;
-    }
+    float *Ap = Bp + nb;
     int mpan = mp / GEMM_MR;
     int nth = gemm_threads(M, N, K);
 #pragma omp parallel num_threads(nth) if (nth > 1)
@@ -234,8 +252,6 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
             }
         }
     }
-    free(Bp);
-    free(Ap);
     return 0;
 }
 
@@ -441,7 +457,14 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
                             size_t sak, const float *B, int ldb, float *C,
                             int ldc, int accum)
 {
-    for (int j = 0; j < N; j += 2 * VW) {
+    // Few rows but possibly many columns (the batch's question rows against
+    // a w×f weight): column blocks are independent outputs, so they split
+    // across threads once the product is worth it, as in the packed path.
+    const int nblk = (N + 2 * VW - 1) / (2 * VW);
+    const int nth = gemm_threads(M, N, K);
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && nblk > 1)
+    for (int jb = 0; jb < nblk; jb++) {
+        int j = jb * 2 * VW;
         int w = N - j < 2 * VW ? N - j : 2 * VW;
         int rb = w <= VW ? 8 : 4;
         for (int i = 0; i < M; i += rb) {
