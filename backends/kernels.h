@@ -6,7 +6,8 @@
 //     op works on contiguous rows.
 //   - forward outputs are overwritten; backward outputs ACCUMULATE (+=) into
 //     gradients the caller zeroed (llm.c style). Exceptions are noted.
-//   - no kernel allocates; scratch, where needed, is passed in.
+//   - no kernel allocates per call; scratch, where needed, is passed in (the
+//     packed GEMM keeps one packing buffer per calling thread, grown once).
 //   - results never depend on the thread count: a kernel that splits work
 //     splits it over independent outputs, never over a reduction.
 #ifndef CLEF_KERNELS_H
