@@ -1,8 +1,8 @@
-// Multi-head attention core, written once against the vf layer; the two
-// products per head go through this ISA's own GEMM (ATTN_GEMM_NT/NN/TN,
-// defined by the including file), which takes its small-shape path for
-// narrow heads (on AVX-512 the GEMMs of heads ≤ 8 wide run in ymm; the
-// softmax rows, as long as the keys, stay in zmm).
+// Multi-head attention core, written once against the vf layer. Heads up to
+// ATTN_SMALL_DH wide (the head's dh = 4) take the small path below, which
+// vectorises over the keys; wider heads run their two products per head
+// through this ISA's own GEMM (ATTN_GEMM_NT/NN/TN, defined by the including
+// file); the softmax rows, as long as the keys, use the full vector width.
 //   fwd: A_h (nq, nk) = softmax_rows(scale · Q_h K_hᵀ), O_h = A_h V_h
 //   bwd: dA = dO_h V_hᵀ; dV_h += A_hᵀ dO_h; dS = scale · A ⊙ (dA − rowsum(dA⊙A));
 //        dQ_h += dS K_h; dK_h += dSᵀ Q_h       (scale = 1/√dh, folded into dS)
@@ -10,11 +10,375 @@
 
 static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
 
+// ---- small-head path: dh ≤ ATTN_SMALL_DH, vectorised over the keys ----
+// The GEMMs above have inner dimension dh, which for the head's narrow heads
+// (dh = 4) leaves them mostly overhead. Instead, per group of heads, K and V
+// (nk, g·dh) are transposed into stack blocks Kt, Vt (⌈g·dh⌉₈, nkp), keys padded
+// with zeros to nkp = nk rounded up to VW; then every product runs over whole
+// vectors of keys:
+//   scores  s[j]    = Σ_e q[e] · Kt[e][j]          (broadcast-FMA over j)
+//   output  O[i][e] = Σ_j A[i][j] · Vt[e][j]       (4 dots at a time)
+//   bwd     dA[j]   = Σ_e dO[i][e] · Vt[e][j];  dVt[e][j] += A[i][j] · dO[i][e]
+//           dQ[i][e] += Σ_j dS[j] · Kt[e][j];    dKt[e][j] += dS[j] · Q[i][e]
+// dKt, dVt accumulate on the stack and are added, transposed back, into dK, dV.
+#include "tmpl_transpose.h"
+
+#define ATTN_SMALL_DH 16       // widest head the path takes
+#define ATTN_SMALL_NK 1024     // longest padded key row (stack rows)
+#define ATTN_SMALL_FLOATS 4096 // one transposed block: ⌈g·dh⌉₈·nkp floats (16 KB)
+
+// P (8 rows ld ldp) += Tᵀ for T (8 rows ld ldt), all in registers.
+static inline void attn_tile8_add(const float *T, size_t ldt, float *P, size_t ldp)
+{
+    __m256 r[8] = {
+        _mm256_loadu_ps(T),           _mm256_loadu_ps(T + ldt),
+        _mm256_loadu_ps(T + 2 * ldt), _mm256_loadu_ps(T + 3 * ldt),
+        _mm256_loadu_ps(T + 4 * ldt), _mm256_loadu_ps(T + 5 * ldt),
+        _mm256_loadu_ps(T + 6 * ldt), _mm256_loadu_ps(T + 7 * ldt)};
+    transpose8(r);
+#define ATTN_ADDROW(k)                                                         \
+    _mm256_storeu_ps(P + (k) * ldp, _mm256_add_ps(_mm256_loadu_ps(P + (k) * ldp), r[k]))
+    ATTN_ADDROW(0), ATTN_ADDROW(1), ATTN_ADDROW(2), ATTN_ADDROW(3);
+    ATTN_ADDROW(4), ATTN_ADDROW(5), ATTN_ADDROW(6), ATTN_ADDROW(7);
+#undef ATTN_ADDROW
+}
+
+// Rows of a transposed block: nc rounded up to 8 (whole tiles).
+static inline int attn_rows8(int nc) { return (nc + 7) & ~7; }
+
+// Heads per group of the small path, 0 when the shape takes the GEMM path.
+static int attn_small_group(int nk, int heads, int dh)
+{
+    int nkp = (nk + VW - 1) / VW * VW;
+    if (dh < 1 || dh > ATTN_SMALL_DH || nk < 1 || nkp > ATTN_SMALL_NK)
+        return 0;
+    int g = heads;
+    while (g > 0 && (size_t)attn_rows8(g * dh) * nkp > ATTN_SMALL_FLOATS)
+        g--;
+    return g;
+}
+
+// first n (≤ 8) floats of p as a ymm, the rest zero; never touches p[n..]
+static inline __m256 attn_ld8n(const float *p, int n)
+{
+    if (n == 8)
+        return _mm256_loadu_ps(p);
+#if VW == 16
+    return _mm256_maskz_loadu_ps((__mmask8)((1u << n) - 1u), p);
+#else
+    return vf_loadn(p, n);
+#endif
+}
+static inline void attn_st8n(float *p, __m256 v, int n)
+{
+    if (n == 8) {
+        _mm256_storeu_ps(p, v);
+        return;
+    }
+#if VW == 16
+    _mm256_mask_storeu_ps(p, (__mmask8)((1u << n) - 1u), v);
+#else
+    vf_storen(p, v, n);
+#endif
+}
+
+// One 8x8 tile: T (8 rows ld ldt) = Xᵀ for X (8 rows ld ldx), all in registers.
+static inline void attn_tile8(const float *X, size_t ldx, float *T, size_t ldt)
+{
+    __m256 r[8] = {
+        _mm256_loadu_ps(X),           _mm256_loadu_ps(X + ldx),
+        _mm256_loadu_ps(X + 2 * ldx), _mm256_loadu_ps(X + 3 * ldx),
+        _mm256_loadu_ps(X + 4 * ldx), _mm256_loadu_ps(X + 5 * ldx),
+        _mm256_loadu_ps(X + 6 * ldx), _mm256_loadu_ps(X + 7 * ldx)};
+    transpose8(r);
+    _mm256_storeu_ps(T, r[0]), _mm256_storeu_ps(T + ldt, r[1]);
+    _mm256_storeu_ps(T + 2 * ldt, r[2]), _mm256_storeu_ps(T + 3 * ldt, r[3]);
+    _mm256_storeu_ps(T + 4 * ldt, r[4]), _mm256_storeu_ps(T + 5 * ldt, r[5]);
+    _mm256_storeu_ps(T + 6 * ldt, r[6]), _mm256_storeu_ps(T + 7 * ldt, r[7]);
+}
+
+// Xt (attn_rows8(nc), nkp) = Xᵀ for X (nk, nc) ld ldx; keys nk..nkp-1 and
+// rows nc.. are zero.
+static void attn_transpose_in(int nk, int nkp, int nc, const float *X, int ldx,
+                              float *Xt)
+{
+    for (int c0 = 0; c0 < nc; c0 += 8) {
+        int w = nc - c0 < 8 ? nc - c0 : 8;
+        for (int j0 = 0; j0 < nkp; j0 += 8) {
+            float *T = Xt + (size_t)c0 * nkp + j0;
+            if (w == 8 && j0 + 8 <= nk) {
+                attn_tile8(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
+                continue;
+            }
+            _Alignas(32) float e[64]; // edge tile (8, 8), zero padded
+            for (int k = 0; k < 8; k++)
+                _mm256_store_ps(e + 8 * k, j0 + k < nk ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
+                                                       : _mm256_setzero_ps());
+            attn_tile8(e, 8, T, (size_t)nkp);
+        }
+    }
+}
+
+// X (nk, nc) ld ldx += Xtᵀ for Xt (attn_rows8(nc), nkp).
+static void attn_transpose_add(int nk, int nkp, int nc, const float *Xt,
+                               float *X, int ldx)
+{
+    for (int c0 = 0; c0 < nc; c0 += 8) {
+        int w = nc - c0 < 8 ? nc - c0 : 8;
+        for (int j0 = 0; j0 < nk; j0 += 8) {
+            const float *T = Xt + (size_t)c0 * nkp + j0;
+            float *P = X + (size_t)j0 * ldx + c0;
+            if (w == 8 && j0 + 8 <= nk) {
+                attn_tile8_add(T, (size_t)nkp, P, (size_t)ldx);
+                continue;
+            }
+            _Alignas(32) float e[64]; // edge tile (8 keys, 8 columns)
+            attn_tile8(T, (size_t)nkp, e, 8);
+            int rows = nk - j0 < 8 ? nk - j0 : 8;
+            for (int k = 0; k < rows; k++) {
+                float *p = P + (size_t)k * ldx;
+                attn_st8n(p, _mm256_add_ps(attn_ld8n(p, w), _mm256_load_ps(e + 8 * k)), w);
+            }
+        }
+    }
+}
+
+// The four lane sums of a0..a3, in a fixed order.
+static inline __m128 attn_hsum4(vf a0, vf a1, vf a2, vf a3)
+{
+#if VW == 16
+#define ATTN_FOLD(a)                                                           \
+    _mm256_add_ps(_mm512_castps512_ps256(a),                                   \
+                  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)))
+    __m256 b0 = ATTN_FOLD(a0), b1 = ATTN_FOLD(a1), b2 = ATTN_FOLD(a2), b3 = ATTN_FOLD(a3);
+#undef ATTN_FOLD
+#else
+    __m256 b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+#endif
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// out[e] (+)= mul · Σ_j x[j] · Y[e][j] for e < n: x (len), Y (n, len) ld len,
+// len a multiple of VW. `acc` 0 overwrites out, 1 adds to it.
+static inline __attribute__((always_inline)) void
+attn_rowdots(int n, int len, const float *x, const float *Y,
+                         float mul, float *out, int acc)
+{
+    for (int e0 = 0; e0 < n; e0 += 4) {
+        int m = n - e0 < 4 ? n - e0 : 4;
+        // rows past n repeat the last one; their sums are dropped
+        const float *y0 = Y + (size_t)e0 * len;
+        const float *y1 = Y + (size_t)(e0 + (m > 1 ? 1 : 0)) * len;
+        const float *y2 = Y + (size_t)(e0 + (m > 2 ? 2 : 0)) * len;
+        const float *y3 = Y + (size_t)(e0 + (m > 3 ? 3 : 0)) * len;
+        vf s0 = vf_zero(), s1 = vf_zero(), s2 = vf_zero(), s3 = vf_zero();
+        for (int j = 0; j < len; j += VW) {
+            vf xv = vf_load(x + j);
+            s0 = vf_fma(xv, vf_load(y0 + j), s0);
+            s1 = vf_fma(xv, vf_load(y1 + j), s1);
+            s2 = vf_fma(xv, vf_load(y2 + j), s2);
+            s3 = vf_fma(xv, vf_load(y3 + j), s3);
+        }
+        float r[4];
+        _mm_storeu_ps(r, _mm_mul_ps(attn_hsum4(s0, s1, s2, s3), _mm_set1_ps(mul)));
+        for (int k = 0; k < m; k++)
+            out[e0 + k] = acc ? out[e0 + k] + r[k] : r[k];
+    }
+}
+
+// exp(x) for the max-subtracted scores (x ≤ 0, or NaN, which propagates):
+// vf_exp's range reduction and polynomial without its overflow and NaN
+// selects; on AVX-512 VSCALEFPS applies 2^n and flushes to 0 below −87.
+static inline vf attn_exp_le0(vf x)
+{
+#if VW == 16
+    vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
+#else
+    const vf lo = vf_set1(-87.3365447505531f); // n stays ≥ −126
+    vf xm = x;
+    x = vf_max(lo, x); // NaN propagates (second operand)
+    vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
+#endif
+    vf r = vf_fnma(n, vf_set1(0.693359375f), x);
+    r = vf_fnma(n, vf_set1(-2.12194440e-4f), r);
+    vf p = vf_set1(1.9841269841e-4f); // 1/7!
+    p = vf_fma(p, r, vf_set1(1.3888888889e-3f));
+    p = vf_fma(p, r, vf_set1(8.3333333333e-3f));
+    p = vf_fma(p, r, vf_set1(4.1666666667e-2f));
+    p = vf_fma(p, r, vf_set1(1.6666666667e-1f));
+    p = vf_fma(p, r, vf_set1(0.5f));
+    p = vf_fma(p, r, vf_set1(1.0f));
+    p = vf_fma(p, r, vf_set1(1.0f));
+#if VW == 16
+    return _mm512_scalef_ps(p, n);
+#else
+    return vf_select(vf_lt(xm, lo), vf_zero(), vf_mul(p, vf_pow2i(n)));
+#endif
+}
+
+// x[j..j+VW) of a row of n floats, lanes past n zero (never read).
+static inline vf attn_ldrow(const float *x, int j, int n)
+{
+    return n - j >= VW ? vf_load(x + j) : vf_loadn(x + j, n - j);
+}
+
+// One query row of one head, forward: A row a (nk) and O row o (dh).
+//   s (nkp) = scale · q Khᵀ, max-subtracted exp, a = s / Σ s, o = a Vh.
+// Scores, max, exp, sum and the normalisation are three passes over s.
+static inline __attribute__((always_inline)) void
+attn_fwd_row(int nk, int nkp, int dh, float scale, const float *q,
+                         const float *Kh, const float *Vh, float *s, float *a,
+                         float *o)
+{
+    vf mx = vf_set1(-__builtin_inff());
+    for (int j = 0; j < nkp; j += VW) { // scores (pads 0) and their max
+        vf acc = vf_zero();
+        for (int e = 0; e < dh; e++)
+            acc = vf_fma(vf_set1(q[e] * scale), vf_load(Kh + (size_t)e * nkp + j), acc);
+        vf_store(s + j, acc);
+        mx = vf_max(mx, nk - j >= VW ? acc : vf_loadn_fill(s + j, nk - j, -__builtin_inff()));
+    }
+    vf mv = vf_set1(vf_hmax(mx)), sum = vf_zero();
+    for (int j = 0; j < nkp; j += VW) { // exp, pads back to 0
+        vf e = attn_exp_le0(vf_sub(vf_load(s + j), mv));
+        if (nk - j < VW)
+            e = vf_keepn(e, nk - j);
+        vf_store(s + j, e);
+        sum = vf_add(sum, e);
+    }
+    float inv = 1.0f / vf_hsum(sum);
+    vf iv = vf_set1(inv);
+    int j = 0;
+    for (; j + VW <= nk; j += VW)
+        vf_store(a + j, vf_mul(vf_load(s + j), iv));
+    if (j < nk)
+        vf_storen(a + j, vf_mul(vf_load(s + j), iv), nk - j);
+    attn_rowdots(dh, nkp, s, Vh, inv, o, 0);
+}
+
+// One query row of one head, backward, given its A row a (nk):
+//   dA = dy Vhᵀ; dVh += a ⊗ dy; dS = scale · a ⊙ (dA − Σ dA ⊙ a) (into ds);
+//   dq += dS Kh; dKh += dS ⊗ q. `first` (the head's first query) stores dKh,
+// dVh instead of adding to them.
+static inline __attribute__((always_inline)) void
+attn_bwd_row(int nk, int nkp, int dh, float scale, const float *q,
+                         const float *dy, const float *a, const float *Kh,
+                         const float *Vh, float *dKh, float *dVh, float *ds,
+                         float *dq, int first)
+{
+    vf dot = vf_zero();
+    for (int j = 0; j < nkp; j += VW) {
+        vf pj = attn_ldrow(a, j, nk), da = vf_zero();
+        for (int e = 0; e < dh; e++) {
+            vf ye = vf_set1(dy[e]);
+            float *dv = dVh + (size_t)e * nkp + j;
+            da = vf_fma(ye, vf_load(Vh + (size_t)e * nkp + j), da);
+            vf_store(dv, first ? vf_mul(pj, ye) : vf_fma(pj, ye, vf_load(dv)));
+        }
+        vf_store(ds + j, da);
+        dot = vf_fma(da, pj, dot);
+    }
+    vf dv = vf_set1(vf_hsum(dot)), sc = vf_set1(scale);
+    for (int j = 0; j < nkp; j += VW) { // pads: a = 0, so dS = 0
+        vf g = vf_mul(vf_mul(attn_ldrow(a, j, nk), vf_sub(vf_load(ds + j), dv)), sc);
+        vf_store(ds + j, g);
+        for (int e = 0; e < dh; e++) {
+            float *dk = dKh + (size_t)e * nkp + j;
+            vf_store(dk, first ? vf_mul(g, vf_set1(q[e])) : vf_fma(g, vf_set1(q[e]), vf_load(dk)));
+        }
+    }
+    attn_rowdots(dh, nkp, ds, Kh, 1.0f, dq, 1);
+}
+
+static void attn_fwd_small(int nq, int nk, int heads, int dh, int g,
+                           const float *Q, int ldq, const float *K, int ldk,
+                           const float *V, int ldv, float *A, float *O, int ldo)
+{
+    _Alignas(64) float Kt[ATTN_SMALL_FLOATS], Vt[ATTN_SMALL_FLOATS]; // (⌈g·dh⌉₈, nkp)
+    _Alignas(64) float s[ATTN_SMALL_NK];                             // (nkp)
+    int nkp = (nk + VW - 1) / VW * VW;
+    float scale = attn_scale(dh);
+    for (int h0 = 0; h0 < heads; h0 += g) {
+        int gh = heads - h0 < g ? heads - h0 : g, c0 = h0 * dh;
+        attn_transpose_in(nk, nkp, gh * dh, K + c0, ldk, Kt);
+        attn_transpose_in(nk, nkp, gh * dh, V + c0, ldv, Vt);
+        for (int hh = 0; hh < gh; hh++) {
+            int h = h0 + hh;
+            const float *Kh = Kt + (size_t)hh * dh * nkp; // (dh, nkp)
+            const float *Vh = Vt + (size_t)hh * dh * nkp; // (dh, nkp)
+            for (int i = 0; i < nq; i++) {
+                const float *q = Q + (size_t)i * ldq + h * dh; // (dh)
+                float *a = A + ((size_t)h * nq + i) * nk;      // (nk)
+                float *o = O + (size_t)i * ldo + h * dh;       // (dh)
+                if (dh == 4) // the head's width: unrolled, broadcasts hoisted
+                    attn_fwd_row(nk, nkp, 4, scale, q, Kh, Vh, s, a, o);
+                else
+                    attn_fwd_row(nk, nkp, dh, scale, q, Kh, Vh, s, a, o);
+            }
+        }
+    }
+}
+
+static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
+                           const float *Q, int ldq, const float *K, int ldk,
+                           const float *V, int ldv, const float *A,
+                           const float *dO, int lddo, float *dQ, int lddq,
+                           float *dK, int lddk, float *dV, int lddv)
+{
+    _Alignas(64) float Kt[ATTN_SMALL_FLOATS], Vt[ATTN_SMALL_FLOATS];   // (⌈g·dh⌉₈, nkp)
+    _Alignas(64) float dKt[ATTN_SMALL_FLOATS], dVt[ATTN_SMALL_FLOATS]; // (⌈g·dh⌉₈, nkp)
+    _Alignas(64) float ds[ATTN_SMALL_NK];                              // (nkp)
+    int nkp = (nk + VW - 1) / VW * VW;
+    float scale = attn_scale(dh);
+    if (nq < 1)
+        return; // no gradient to add
+    for (int h0 = 0; h0 < heads; h0 += g) {
+        int gh = heads - h0 < g ? heads - h0 : g, c0 = h0 * dh, nc = gh * dh;
+        attn_transpose_in(nk, nkp, nc, K + c0, ldk, Kt);
+        attn_transpose_in(nk, nkp, nc, V + c0, ldv, Vt);
+        // the first query of each head stores rows 0..nc of dKt, dVt; the
+        // tile padding rows nc..⌈nc⌉₈ are zero
+        for (size_t t = (size_t)nc * nkp; t < (size_t)attn_rows8(nc) * nkp; t += VW) {
+            vf_store(dKt + t, vf_zero());
+            vf_store(dVt + t, vf_zero());
+        }
+        for (int hh = 0; hh < gh; hh++) {
+            int h = h0 + hh;
+            size_t o = (size_t)hh * dh * nkp;
+            const float *Kh = Kt + o, *Vh = Vt + o; // (dh, nkp)
+            float *dKh = dKt + o, *dVh = dVt + o;   // (dh, nkp)
+            for (int i = 0; i < nq; i++) {
+                const float *q = Q + (size_t)i * ldq + h * dh;    // (dh)
+                const float *dy = dO + (size_t)i * lddo + h * dh; // (dh)
+                const float *a = A + ((size_t)h * nq + i) * nk;   // (nk)
+                float *dq = dQ + (size_t)i * lddq + h * dh;       // (dh)
+                // dh == 4 is the head's width: unrolled, broadcasts hoisted
+                if (dh == 4 && i == 0)
+                    attn_bwd_row(nk, nkp, 4, scale, q, dy, a, Kh, Vh, dKh, dVh, ds, dq, 1);
+                else if (dh == 4)
+                    attn_bwd_row(nk, nkp, 4, scale, q, dy, a, Kh, Vh, dKh, dVh, ds, dq, 0);
+                else
+                    attn_bwd_row(nk, nkp, dh, scale, q, dy, a, Kh, Vh, dKh, dVh, ds, dq, i == 0);
+            }
+        }
+        attn_transpose_add(nk, nkp, nc, dKt, dK + c0, lddk);
+        attn_transpose_add(nk, nkp, nc, dVt, dV + c0, lddv);
+    }
+}
+
+// ---- GEMM path ----
+
 void CLEF_KNAME(attention_fwd)(int nq, int nk, int heads, int dh,
                                const float *Q, int ldq, const float *K, int ldk,
                                const float *V, int ldv, float *A, float *O,
                                int ldo)
 {
+    int g = attn_small_group(nk, heads, dh);
+    if (g > 0) {
+        attn_fwd_small(nq, nk, heads, dh, g, Q, ldq, K, ldk, V, ldv, A, O, ldo);
+        return;
+    }
     float scale = attn_scale(dh);
     for (int h = 0; h < heads; h++) {
         float *Ah = A + (size_t)h * nq * nk; // (nq, nk)
@@ -35,6 +399,12 @@ void CLEF_KNAME(attention_bwd)(int nq, int nk, int heads, int dh,
                                float *dK, int lddk, float *dV, int lddv,
                                float *scratch)
 {
+    int g = attn_small_group(nk, heads, dh);
+    if (g > 0) {
+        attn_bwd_small(nq, nk, heads, dh, g, Q, ldq, K, ldk, V, ldv, A, dO,
+                       lddo, dQ, lddq, dK, lddk, dV, lddv);
+        return;
+    }
     float scale = attn_scale(dh);
     float *dS = scratch; // (nq, nk): dA, then dS in place
     for (int h = 0; h < heads; h++) {
