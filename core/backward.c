@@ -5,6 +5,7 @@
 // attention runs per record.
 #include "acts.h"
 #include "forward.h"
+#include "par.h"
 
 #include <math.h>
 #include <string.h>
@@ -86,8 +87,7 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
     zero(dq, (size_t)nq * w);
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (int b = 0; b < nb; b++) {
+    CLEF_PAR_FOR(nb > 1, int, b, nb,
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
         const size_t qr = (size_t)q0 * w;
         const float *kvb = kv + (size_t)k0 * ldkv;
@@ -96,7 +96,7 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
                          w / h, q + qr, w, kvb, ldkv, kvb + w, ldkv,
                          att + h * ar->m_off[b], dO + qr, w, dq + qr, w, dkvb,
                          lddkv, dkvb + w, lddkv, att_scratch + ar->m_off[b]);
-    }
+    );
     k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, 1); // dW_q += dqᵀ xq
     k->colsum(nq, w, dq, g_in_b);
     k->gemm_nn(nq, w, w, dq, w, in_w, w, dxq, w, 0);
@@ -255,8 +255,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     k->colsum(Q, w, dxa, g->sa_out_b);
     k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
     zero(dqkv, (size_t)Q * 3 * w);
-#pragma omp parallel for schedule(static) if (ws->nb > 1)
-    for (int b = 0; b < ws->nb; b++) {
+    CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
         const size_t r3 = (size_t)q0 * 3 * w;
         k->attention_bwd(nq, nq, h, w / h, a->qkv + r3, 3 * w,
@@ -265,7 +264,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
                          dqkv + r3, 3 * w, dqkv + r3 + w, 3 * w,
                          dqkv + r3 + 2 * w, 3 * w,
                          ws->att_scratch + ws->qq_off[b]);
-    }
+    );
     k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w, 1);
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
     bias_blocks(k, Q, 3 * w, dqkv, ws->dbias, w, q_and_v, 2, g->sa_in_b);
@@ -388,9 +387,9 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     zero(cs, w);
     k->colsum(T, w, ws->dM, cs);
     // threads own column blocks; each column sums over j in order
-#pragma omp parallel for schedule(static) if ((size_t)w * d > (1 << 16))
-    for (int i0 = 0; i0 < d; i0 += 64) {
-        const int i1 = d - i0 < 64 ? d : i0 + 64;
+    const int nblk = (d + 63) / 64;
+    CLEF_PAR_FOR((size_t)w * d > (1 << 16), int, blk, nblk,
+        const int i0 = blk * 64, i1 = d - i0 < 64 ? d : i0 + 64;
         for (int j = 0; j < w; j++) {
             const float *Dj = D + (size_t)j * d, *Wj = P->W_m + (size_t)j * d;
             float *gWj = G->W_m + (size_t)j * d;
@@ -400,7 +399,7 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
                 G->hn_b[i] += Wj[i] * cs[j];
             }
         }
-    }
+    );
     for (int q = 0; q < Q; q++)
         for (int i = 0; i < d; i++) {
             G->hn_w[i] += ws->dqv[(size_t)q * d + i] * ws->qvhat[(size_t)q * d + i];

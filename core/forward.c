@@ -5,6 +5,7 @@
 #include "acts.h"
 #include "batch.h"
 #include "forward.h"
+#include "par.h"
 
 #include <math.h>
 #include <string.h>
@@ -30,10 +31,10 @@ static void ln_fwd(const clef_kernels *k, int rows, int n, const float *x,
 static void affine_rows(int rows, int n, const float *xhat, const float *gamma,
                         const float *beta, float *y)
 {
-#pragma omp parallel for schedule(static) if ((size_t)rows * n > (1 << 16))
-    for (int r = 0; r < rows; r++)
+    CLEF_PAR_FOR((size_t)rows * n > (1 << 16), int, r, rows,
         for (int i = 0; i < n; i++)
             y[(size_t)r * n + i] = xhat[(size_t)r * n + i] * gamma[i] + beta[i];
+    );
 }
 
 // Which rows of the batch a per-record attention sees: queries from
@@ -60,14 +61,13 @@ static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
         clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w, in_b + w,
                         kv);
     // records are independent: one thread per record when there are several
-#pragma omp parallel for schedule(static) if (nb > 1)
-    for (int b = 0; b < nb; b++) {
+    CLEF_PAR_FOR(nb > 1, int, b, nb,
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
         const float *kvb = kv + (size_t)k0 * ldkv;
         k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
                          w / h, q + (size_t)q0 * w, w, kvb, ldkv, kvb + w,
                          ldkv, att + h * ar->m_off[b], o + (size_t)q0 * w, w);
-    }
+    );
     memcpy(y, resid, sizeof(float) * (size_t)nq * w);
     k->gemm_nt(nq, w, w, o, w, out_w, w, y, w, 1);
     k->bias_add(nq, w, out_b, y);
@@ -115,14 +115,13 @@ static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
     ln_fwd(k, Q, w, x0, p->n1_w, p->n1_b, &a->n1);
     // self-attention: Q, K, V from the same normalised stream (Q, 3w)
     clef_linear_fwd(k, Q, 3 * w, w, a->n1.y, p->sa_in_w, p->sa_in_b, a->qkv);
-#pragma omp parallel for schedule(static) if (ws->nb > 1)
-    for (int b = 0; b < ws->nb; b++) {
+    CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
         const float *qkv = a->qkv + (size_t)q0 * 3 * w;
         k->attention_fwd(nq, nq, h, w / h, qkv, 3 * w, qkv + w, 3 * w,
                          qkv + 2 * w, 3 * w, a->sa + h * ws->qq_off[b],
                          a->sa_o + (size_t)q0 * w, w);
-    }
+    );
     memcpy(a->xa, x0, sizeof(float) * (size_t)Q * w);
     k->gemm_nt(Q, w, w, a->sa_o, w, p->sa_out_w, w, a->xa, w, 1);
     k->bias_add(Q, w, p->sa_out_b, a->xa);

@@ -2,6 +2,7 @@
 #include "acts.h"
 #include "batch.h"
 #include "head.h"
+#include "par.h"
 
 #include <math.h>
 #include <string.h>
@@ -133,12 +134,12 @@ void clef_adamw_step(const clef_kernels *k, clef_head *hd,
         a.decay = decays ? (float)o->weight_decay : 0.f;
         // elementwise and memory-bound: fixed chunks across threads
         const size_t chunk = (size_t)1 << 16, off = ti->offset;
-#pragma omp parallel for schedule(static) if (n > 2 * chunk)
-        for (size_t c0 = 0; c0 < n; c0 += chunk) {
-            const size_t m = n - c0 < chunk ? n - c0 : chunk;
+        const size_t nchunks = (n + chunk - 1) / chunk;
+        CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
+            const size_t c0 = ci * chunk, m = n - c0 < chunk ? n - c0 : chunk;
             k->adamw(m, hd->params + off + c0, hd->grads + off + c0,
                      hd->m + off + c0, hd->v + off + c0, &a);
-        }
+        );
         i = j;
     }
 }
@@ -159,9 +160,11 @@ static void clip_grads(clef_head *hd, double max_norm)
 static void zero_grads(clef_head *hd)
 {
     const size_t chunk = (size_t)1 << 18, n = hd->nparams;
-#pragma omp parallel for schedule(static) if (n > 2 * chunk)
-    for (size_t c0 = 0; c0 < n; c0 += chunk)
+    const size_t nchunks = (n + chunk - 1) / chunk;
+    CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
+        const size_t c0 = ci * chunk;
         memset(hd->grads + c0, 0, sizeof(float) * (n - c0 < chunk ? n - c0 : chunk));
+    );
 }
 
 // The longest prefix of recs (at least 1) that fits the workspace.

@@ -453,6 +453,21 @@ static const gemm_rows_fn rows_2v[5] = {NULL, rows_2v_1, rows_2v_2, rows_2v_3,
 
 // C (M,N) [+]= Σ_k a(i,k) B[k] over all rows: 8-row blocks for one-vector
 // column chunks, 4-row blocks for two-vector chunks.
+// One block of up to 2·VW columns of C, every row.
+static void gemm_rows_block(int M, int K, const float *A, size_t sai,
+                            size_t sak, const float *B, int ldb, float *C,
+                            int ldc, int accum, int j, int w)
+{
+    int rb = w <= VW ? 8 : 4;
+    for (int i = 0; i < M; i += rb) {
+        int R = M - i < rb ? M - i : rb;
+        const float *a = A + i * sai;
+        float *c = C + (size_t)i * ldc + j;
+        (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
+            K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
+    }
+}
+
 static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
                             size_t sak, const float *B, int ldb, float *C,
                             int ldc, int accum)
@@ -460,21 +475,20 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
     // Few rows but possibly many columns (the batch's question rows against
     // a w×f weight): column blocks are independent outputs, so they split
     // across threads once the product is worth it, as in the packed path.
+    // Small products never enter an OpenMP region (its cost is ~1 µs).
     const int nblk = (N + 2 * VW - 1) / (2 * VW);
     const int nth = gemm_threads(M, N, K);
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && nblk > 1)
-    for (int jb = 0; jb < nblk; jb++) {
-        int j = jb * 2 * VW;
-        int w = N - j < 2 * VW ? N - j : 2 * VW;
-        int rb = w <= VW ? 8 : 4;
-        for (int i = 0; i < M; i += rb) {
-            int R = M - i < rb ? M - i : rb;
-            const float *a = A + i * sai;
-            float *c = C + (size_t)i * ldc + j;
-            (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
-                K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
+    if (nth > 1 && nblk > 1) {
+#pragma omp parallel for schedule(static) num_threads(nth)
+        for (int jb = 0; jb < nblk; jb++) {
+            int j = jb * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
+            gemm_rows_block(M, K, A, sai, sak, B, ldb, C, ldc, accum, j, w);
         }
+        return;
     }
+    for (int j = 0; j < N; j += 2 * VW)
+        gemm_rows_block(M, K, A, sai, sak, B, ldb, C, ldc, accum, j,
+                        N - j < 2 * VW ? N - j : 2 * VW);
 }
 
 // nt with a short reduction (K ≤ 32) and few columns: Bᵀ (K,N) goes to a
