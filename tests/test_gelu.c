@@ -106,3 +106,19 @@ Test(gelu, backward_fd)
         cr_assert(ok, "%s", what);
     }
 }
+
+// The limits at ±Inf, where x Φ(x) and x φ(x) are Inf · 0 if written plainly.
+Test(gelu, infinities_give_the_limits)
+{
+    const float x[3] = {INFINITY, -INFINITY, NAN};
+    float y[3], dx[3] = {0, 0, 0};
+    const float dy[3] = {2.f, 2.f, 1.f};
+    clef_scalar_kernels.gelu_fwd(3, x, y);
+    clef_scalar_kernels.gelu_bwd(3, x, dy, dx);
+    cr_expect(isinf(y[0]) && y[0] > 0, "gelu(+Inf) = %g", y[0]);
+    cr_expect(y[1] == 0.f && signbit(y[1]), "gelu(-Inf) = %g, want -0", y[1]);
+    cr_expect(isnan(y[2]), "gelu(NaN) = %g", y[2]);
+    cr_expect_eq(dx[0], 2.f, "gelu'(+Inf) dy = %g, want dy", dx[0]);
+    cr_expect_eq(dx[1], 0.f, "gelu'(-Inf) dy = %g, want 0", dx[1]);
+    cr_expect(isnan(dx[2]), "gelu'(NaN) = %g", dx[2]);
+}

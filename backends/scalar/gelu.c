@@ -15,12 +15,13 @@
 // Φ(x), the standard normal CDF.
 static double phi_cdf(double x) { return 0.5 * erfc(-x * CLEF_SQRT1_2); }
 
-// x (n) -> y (n) = x Φ(x)
+// x (n) -> y (n) = x Φ(x); at ±Inf the limits +Inf and −0 (x·Φ(x) would be
+// −Inf·0 = NaN at −Inf).
 void clef_f32_gelu_fwd__scalar(size_t n, const float *x, float *y)
 {
     for (size_t i = 0; i < n; i++) {
         double xi = x[i];
-        y[i] = (float)(xi * phi_cdf(xi));
+        y[i] = isinf(xi) ? (xi > 0 ? x[i] : -0.0f) : (float)(xi * phi_cdf(xi));
     }
 }
 
@@ -32,7 +33,8 @@ void clef_f32_gelu_bwd__scalar(size_t n, const float *x, const float *dy,
     for (size_t i = 0; i < n; i++) {
         double xi = x[i];
         double pdf = CLEF_INV_SQRT_2PI * exp(-0.5 * xi * xi);
-        double d = phi_cdf(xi) + xi * pdf;
+        // gelu'(±Inf) = Φ(±Inf): x φ(x) → 0 (but ±Inf · 0 is NaN)
+        double d = isinf(xi) ? (xi > 0 ? 1.0 : 0.0) : phi_cdf(xi) + xi * pdf;
         dx[i] += (float)((double)dy[i] * d);
     }
 }
