@@ -72,6 +72,7 @@ void clef_bench_opts_default(clef_bench_opts *o)
     o->timing = 1;
     o->budget_s = 0.05;
     o->max_reps = 1000;
+    o->batch = 1;
 }
 
 // ---- random numbers (splitmix64: tiny, seedable, good enough for fills) ----

@@ -79,6 +79,7 @@ typedef struct clef_bench_opts {
     int timing;           // 0: check only
     double budget_s;      // time budget per timed row
     int max_reps;         // cap on timed repetitions per row
+    int batch;            // --train: records per update (--batch, 1)
 } clef_bench_opts;
 void clef_bench_opts_default(clef_bench_opts *o); // seed 1, timed, 0.05 s, 1000
 

@@ -40,7 +40,7 @@ static void usage(FILE *f)
             "usage: clef-bench [--backend NAME|all=all] [--op NAME|all=all]\n"
             "                  [--shape NAME|all=all] [--threads N] [--seed S=1]\n"
             "                  [--json FILE] [--train] [--list]\n"
-            "                  [--budget SECONDS=0.05] [--no-time]\n"
+            "                  [--budget SECONDS=0.05] [--no-time] [--batch B=1]\n"
             "\n"
             "Checks each backend's kernels against the scalar reference on the\n"
             "head's shapes and the edge battery, then times them. --backend,\n"
@@ -203,7 +203,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
                                                strcmp(f, "--threads") == 0 ||
                                                strcmp(f, "--seed") == 0 ||
                                                strcmp(f, "--json") == 0 ||
-                                               strcmp(f, "--budget") == 0)
+                                               strcmp(f, "--budget") == 0 ||
+                                               strcmp(f, "--batch") == 0)
                                           ? "needs a value"
                                           : "unknown option");
         } else if (strcmp(f, "--backend") == 0) {
@@ -230,6 +231,12 @@ static int parse_args(int argc, char **argv, bench_args *a)
         } else if (strcmp(f, "--budget") == 0) {
             if (parse_number(f, v, 0, 3600, &a->opts.budget_s))
                 return 2;
+        } else if (strcmp(f, "--batch") == 0) {
+            if (parse_number(f, v, 1, 1024, &x))
+                return 2;
+            if (x != (int)x)
+                return bad_usage(f, "'%s' must be a whole number", v);
+            a->opts.batch = (int)x;
         } else {
             return bad_usage(f, "%s", "unknown option");
         }

@@ -85,23 +85,6 @@ static int make_record(const clef_bench_shape *s, uint64_t seed, clef_record *r,
     return 0;
 }
 
-// Matmul work of one forward pass (HEAD.md §5), in flops; an update is
-// counted as three forwards (backward: input and weight gradients).
-static double forward_flops(const clef_config *c, int T, int Q, int O)
-{
-    double d = c->d, w = c->w, f = c->f;
-    double fl = 2.0 * T * d * w                    // memory projection
-                + 2.0 * (3.0 * O + Q + 1) * d * w; // option, question, global
-    fl += c->R * (2.0 * O * w * w + 4.0 * T * w * w  // q, k/v in-projection
-                  + 4.0 * O * T * w + 2.0 * O * w * w // attention, out-proj
-                  + 4.0 * O * w * f);                 // feed-forward
-    fl += c->L * (8.0 * Q * w * w + 4.0 * Q * Q * w   // self-attention
-                  + 4.0 * Q * w * w + 4.0 * T * w * w // cross q/out, k/v
-                  + 4.0 * Q * T * w + 4.0 * Q * w * f);
-    fl += 2.0 * O * 4 * w * w; // residual scorer
-    return fl;
-}
-
 static void row(const clef_backend *b, const clef_bench_shape *s,
                 const char *verdict, const char *why, double ups, double gf,
                 int reps, double loss, json_t *rows)
@@ -139,33 +122,55 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
 {
     clef_config cfg = {.d = s->d, .w = s->w, .h = s->h, .f = s->f,
                        .R = TRAIN_R, .L = TRAIN_L};
+    enum { BMAX = 1024 };
+    const int B = o->batch < 1 ? 1 : (o->batch > BMAX ? BMAX : o->batch);
     clef_head hd;
-    clef_record rec;
+    clef_record *rec = calloc(B, sizeof(*rec));
+    const clef_record **batch = calloc(B, sizeof(*batch));
+    float **E = calloc(B, sizeof(*E));
     clef_ws *ws = NULL;
-    float *E = NULL;
     clef_err err = {0};
     int failed = 1;
     char why[1100];
+    if (!rec || !batch || !E) {
+        free(rec);
+        free(batch);
+        free(E);
+        row(b, s, "FAIL", "out of memory", 0, 0, 0, 0, rows);
+        return 1;
+    }
     if (clef_head_alloc(&hd, &cfg, &err) != 0) {
         snprintf(why, sizeof why, "head: %s", err.msg);
         row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
+        free(rec);
+        free(batch);
+        free(E);
         return 1;
     }
     clef_head_init_random(&hd, o->seed);
-    if (make_record(s, o->seed ^ 0x5eed, &rec, &E) != 0 ||
-        clef_record_prepare(b->table, &rec, E, TRAIN_V, &err) != 0 ||
-        !(ws = clef_ws_create(&cfg, rec.T, rec.Q, rec.O))) {
-        snprintf(why, sizeof why, "setup: %s",
-                 err.msg[0] ? err.msg : "out of memory");
-        row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
+    // B records of the shape (different draws), one packed batch per update
+    for (int i = 0; i < B; i++) {
+        batch[i] = &rec[i];
+        if (make_record(s, (o->seed ^ 0x5eed) + 7919 * (uint64_t)i, &rec[i],
+                        &E[i]) != 0 ||
+            clef_record_prepare(b->table, &rec[i], E[i], TRAIN_V, &err) != 0) {
+            snprintf(why, sizeof why, "setup: %s",
+                     err.msg[0] ? err.msg : "out of memory");
+            row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
+            goto cleanup;
+        }
+    }
+    clef_ws_limits lim;
+    clef_ws_limits_for(rec, B, B, &lim);
+    if (!(ws = clef_ws_create_limits(&cfg, &lim))) {
+        row(b, s, "FAIL", "setup: out of memory", 0, 0, 0, 0, rows);
         goto cleanup;
     }
     clef_train_opts to;
     clef_train_opts_default(&to);
-    const clef_record *batch[1] = {&rec};
 
     // Warm-up update (also the first loss), then updates until the budget.
-    double loss = clef_train_step(b->table, &hd, batch, 1, ws, &to);
+    double loss = clef_train_step(b->table, &hd, batch, B, ws, &to);
     if (!isfinite(loss)) {
         snprintf(why, sizeof why, "loss of the first update is %g", loss);
         row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
@@ -174,7 +179,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     int reps = 0;
     double t0 = now_s(), spent = 0.0;
     do {
-        double l = clef_train_step(b->table, &hd, batch, 1, ws, &to);
+        double l = clef_train_step(b->table, &hd, batch, B, ws, &to);
         reps++;
         spent = now_s() - t0;
         if (!isfinite(l)) {
@@ -184,12 +189,18 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
         }
     } while (!(spent >= o->budget_s && (reps >= 3 || spent / reps > o->budget_s)));
     double per = spent / reps;
-    double gf = 3.0 * forward_flops(&cfg, rec.T, rec.Q, rec.O) / per * 1e-9;
+    // GEMM and attention work of the update (core/flops.c)
+    double gf = clef_update_flops(&cfg, batch, B) / per * 1e-9;
     row(b, s, "PASS", NULL, 1.0 / per, gf, reps, loss, rows);
     failed = 0;
 cleanup:
     clef_ws_free(ws);
-    clef_record_free(&rec);
+    for (int i = 0; i < B; i++) {
+        clef_record_free(&rec[i]);
+        free(E[i]);
+    }
+    free(rec);
+    free(batch);
     free(E);
     clef_head_free(&hd);
     return failed;
