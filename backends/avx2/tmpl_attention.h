@@ -43,6 +43,62 @@ static inline void attn_tile8_add(const float *T, size_t ldt, float *P, size_t l
 #undef ATTN_ADDROW
 }
 
+#if VW == 16
+// Two 8x8 transposes side by side: z[k] holds row k of two 8x8 blocks (one
+// per 256-bit half); afterwards z[c] holds their columns c. Same network as
+// transpose8, with one two-source permute for the 128-bit lane step.
+static inline void attn_transpose8x2(__m512 z[8])
+{
+    __m512 t0 = _mm512_unpacklo_ps(z[0], z[1]), t1 = _mm512_unpackhi_ps(z[0], z[1]);
+    __m512 t2 = _mm512_unpacklo_ps(z[2], z[3]), t3 = _mm512_unpackhi_ps(z[2], z[3]);
+    __m512 t4 = _mm512_unpacklo_ps(z[4], z[5]), t5 = _mm512_unpackhi_ps(z[4], z[5]);
+    __m512 t6 = _mm512_unpacklo_ps(z[6], z[7]), t7 = _mm512_unpackhi_ps(z[6], z[7]);
+    __m512 s0 = _mm512_shuffle_ps(t0, t2, 0x44), s1 = _mm512_shuffle_ps(t0, t2, 0xEE);
+    __m512 s2 = _mm512_shuffle_ps(t1, t3, 0x44), s3 = _mm512_shuffle_ps(t1, t3, 0xEE);
+    __m512 s4 = _mm512_shuffle_ps(t4, t6, 0x44), s5 = _mm512_shuffle_ps(t4, t6, 0xEE);
+    __m512 s6 = _mm512_shuffle_ps(t5, t7, 0x44), s7 = _mm512_shuffle_ps(t5, t7, 0xEE);
+    const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
+    const __m512i hi = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
+    z[0] = _mm512_permutex2var_ps(s0, lo, s4), z[4] = _mm512_permutex2var_ps(s0, hi, s4);
+    z[1] = _mm512_permutex2var_ps(s1, lo, s5), z[5] = _mm512_permutex2var_ps(s1, hi, s5);
+    z[2] = _mm512_permutex2var_ps(s2, lo, s6), z[6] = _mm512_permutex2var_ps(s2, hi, s6);
+    z[3] = _mm512_permutex2var_ps(s3, lo, s7), z[7] = _mm512_permutex2var_ps(s3, hi, s7);
+}
+
+// 16 keys x 8 columns: T (8 rows ld ldt, 16 floats each) = Xᵀ, X (16 rows ld ldx).
+static inline void attn_tile16(const float *X, size_t ldx, float *T, size_t ldt)
+{
+    __m512 z[8];
+#define ATTN_LD2(k)                                                            \
+    z[k] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(X + (k) * ldx)), \
+                              _mm256_loadu_ps(X + (k + 8) * ldx), 1)
+    ATTN_LD2(0), ATTN_LD2(1), ATTN_LD2(2), ATTN_LD2(3);
+    ATTN_LD2(4), ATTN_LD2(5), ATTN_LD2(6), ATTN_LD2(7);
+#undef ATTN_LD2
+    attn_transpose8x2(z);
+    for (int c = 0; c < 8; c++)
+        _mm512_storeu_ps(T + c * ldt, z[c]);
+}
+
+// P (16 rows ld ldp, 8 columns) += Tᵀ for T (8 rows ld ldt, 16 floats each).
+static inline void attn_tile16_add(const float *T, size_t ldt, float *P, size_t ldp)
+{
+    __m512 z[8];
+    for (int c = 0; c < 8; c++)
+        z[c] = _mm512_loadu_ps(T + c * ldt);
+    attn_transpose8x2(z);
+#define ATTN_ADD2(k)                                                           \
+    _mm256_storeu_ps(P + (k) * ldp, _mm256_add_ps(_mm256_loadu_ps(P + (k) * ldp),     \
+                                                  _mm512_castps512_ps256(z[k])));      \
+    _mm256_storeu_ps(P + (k + 8) * ldp,                                                \
+                     _mm256_add_ps(_mm256_loadu_ps(P + (k + 8) * ldp),                 \
+                                   _mm512_extractf32x8_ps(z[k], 1)))
+    ATTN_ADD2(0), ATTN_ADD2(1), ATTN_ADD2(2), ATTN_ADD2(3);
+    ATTN_ADD2(4), ATTN_ADD2(5), ATTN_ADD2(6), ATTN_ADD2(7);
+#undef ATTN_ADD2
+}
+#endif
+
 // Rows of a transposed block: nc rounded up to 8 (whole tiles).
 static inline int attn_rows8(int nc) { return (nc + 7) & ~7; }
 
@@ -106,6 +162,13 @@ static void attn_transpose_in(int nk, int nkp, int nc, const float *X, int ldx,
         int w = nc - c0 < 8 ? nc - c0 : 8;
         for (int j0 = 0; j0 < nkp; j0 += 8) {
             float *T = Xt + (size_t)c0 * nkp + j0;
+#if VW == 16
+            if (w == 8 && j0 + 16 <= nk && (j0 & 15) == 0) { // two tiles in zmm
+                attn_tile16(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
+                j0 += 8;
+                continue;
+            }
+#endif
             if (w == 8 && j0 + 8 <= nk) {
                 attn_tile8(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
                 continue;
@@ -128,6 +191,13 @@ static void attn_transpose_add(int nk, int nkp, int nc, const float *Xt,
         for (int j0 = 0; j0 < nk; j0 += 8) {
             const float *T = Xt + (size_t)c0 * nkp + j0;
             float *P = X + (size_t)j0 * ldx + c0;
+#if VW == 16
+            if (w == 8 && j0 + 16 <= nk && (j0 & 15) == 0) { // two tiles in zmm
+                attn_tile16_add(T, (size_t)nkp, P, (size_t)ldx);
+                j0 += 8;
+                continue;
+            }
+#endif
             if (w == 8 && j0 + 8 <= nk) {
                 attn_tile8_add(T, (size_t)nkp, P, (size_t)ldx);
                 continue;
@@ -223,72 +293,193 @@ static inline vf attn_ldrow(const float *x, int j, int n)
     return n - j >= VW ? vf_load(x + j) : vf_loadn(x + j, n - j);
 }
 
-// One query row of one head, forward: A row a (nk) and O row o (dh).
-//   s (nkp) = scale · q Khᵀ, max-subtracted exp, a = s / Σ s, o = a Vh.
-// Scores, max, exp, sum and the normalisation are three passes over s.
+#define ATTN_NB 4 // query rows per batch (fwd and bwd)
+
+// A batch of nb (≤ ATTN_NB) query rows of one head, forward: A rows a[b] (nk)
+// and O rows o[b] (dh).
+//   s_b (nkp) = scale · q_b Khᵀ, max-subtracted exp, a_b = s_b / Σ s_b,
+//   o_b = a_b Vh.
+// Three passes over s (ld nkp); the rows of a batch go through each pass
+// together, so their reductions (max, sum, dots) overlap instead of chaining.
 static inline __attribute__((always_inline)) void
-attn_fwd_row(int nk, int nkp, int dh, float scale, const float *q,
-                         const float *Kh, const float *Vh, float *s, float *a,
-                         float *o)
+attn_fwd_rows(int nk, int nkp, int dh, int nb, float scale,
+              const float *const *q, const float *Kh, const float *Vh,
+              float *s, float *const *a, float *const *o)
 {
-    vf mx = vf_set1(-__builtin_inff());
+    vf mx[ATTN_NB], sum[ATTN_NB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+        mx[b] = vf_set1(-__builtin_inff()), sum[b] = vf_zero();
     for (int j = 0; j < nkp; j += VW) { // scores (pads 0) and their max
-        vf acc = vf_zero();
-        for (int e = 0; e < dh; e++)
-            acc = vf_fma(vf_set1(q[e] * scale), vf_load(Kh + (size_t)e * nkp + j), acc);
-        vf_store(s + j, acc);
-        mx = vf_max(mx, nk - j >= VW ? acc : vf_loadn_fill(s + j, nk - j, -__builtin_inff()));
+        vf acc[ATTN_NB];
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++)
+            acc[b] = vf_zero();
+#pragma GCC unroll 4
+        for (int e = 0; e < dh; e++) {
+            vf k = vf_load(Kh + (size_t)e * nkp + j);
+#pragma GCC unroll 4
+            for (int b = 0; b < nb; b++)
+                acc[b] = vf_fma(vf_set1(q[b][e] * scale), k, acc[b]);
+        }
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            float *sb = s + (size_t)b * nkp + j;
+            vf_store(sb, acc[b]);
+            mx[b] = vf_max(mx[b], nk - j >= VW ? acc[b]
+                                               : vf_loadn_fill(sb, nk - j, -__builtin_inff()));
+        }
     }
-    vf mv = vf_set1(vf_hmax(mx)), sum = vf_zero();
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+        mx[b] = vf_set1(vf_hmax(mx[b]));
     for (int j = 0; j < nkp; j += VW) { // exp, pads back to 0
-        vf e = attn_exp_le0(vf_sub(vf_load(s + j), mv));
-        if (nk - j < VW)
-            e = vf_keepn(e, nk - j);
-        vf_store(s + j, e);
-        sum = vf_add(sum, e);
+#pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            float *sb = s + (size_t)b * nkp + j;
+            vf e = attn_exp_le0(vf_sub(vf_load(sb), mx[b]));
+            if (nk - j < VW)
+                e = vf_keepn(e, nk - j);
+            vf_store(sb, e);
+            sum[b] = vf_add(sum[b], e);
+        }
     }
-    float inv = 1.0f / vf_hsum(sum);
-    vf iv = vf_set1(inv);
-    int j = 0;
-    for (; j + VW <= nk; j += VW)
-        vf_store(a + j, vf_mul(vf_load(s + j), iv));
-    if (j < nk)
-        vf_storen(a + j, vf_mul(vf_load(s + j), iv), nk - j);
-    attn_rowdots(dh, nkp, s, Vh, inv, o, 0);
+    float inv[ATTN_NB];
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+        inv[b] = 1.0f / vf_hsum(sum[b]);
+#pragma GCC unroll 4
+    for (int b = 0; b < nb; b++) {
+        const float *sb = s + (size_t)b * nkp;
+        vf iv = vf_set1(inv[b]);
+        int j = 0;
+        for (; j + VW <= nk; j += VW)
+            vf_store(a[b] + j, vf_mul(vf_load(sb + j), iv));
+        if (j < nk)
+            vf_storen(a[b] + j, vf_mul(vf_load(sb + j), iv), nk - j);
+        attn_rowdots(dh, nkp, sb, Vh, inv[b], o[b], 0);
+    }
 }
 
-// One query row of one head, backward, given its A row a (nk):
-//   dA = dy Vhᵀ; dVh += a ⊗ dy; dS = scale · a ⊙ (dA − Σ dA ⊙ a) (into ds);
-//   dq += dS Kh; dKh += dS ⊗ q. `first` (the head's first query) stores dKh,
-// dVh instead of adding to them.
-static inline __attribute__((always_inline)) void
-attn_bwd_row(int nk, int nkp, int dh, float scale, const float *q,
-                         const float *dy, const float *a, const float *Kh,
-                         const float *Vh, float *dKh, float *dVh, float *ds,
-                         float *dq, int first)
+// attn_fwd_rows with nb and (for the head's dh = 4) dh as constants, so the
+// batch loops unroll and the per-row vectors stay in registers.
+static void attn_fwd_batch(int nk, int nkp, int dh, int nb, float scale,
+                           const float *const *q, const float *Kh,
+                           const float *Vh, float *s, float *const *a,
+                           float *const *o)
 {
-    vf dot = vf_zero();
+#define ATTN_FWD_NB_CASE(n)                                                    \
+    case n:                                                                    \
+        if (dh == 4)                                                           \
+            attn_fwd_rows(nk, nkp, 4, n, scale, q, Kh, Vh, s, a, o);           \
+        else                                                                   \
+            attn_fwd_rows(nk, nkp, dh, n, scale, q, Kh, Vh, s, a, o);          \
+        break;
+    switch (nb) {
+        ATTN_FWD_NB_CASE(1)
+        ATTN_FWD_NB_CASE(2)
+        ATTN_FWD_NB_CASE(3)
+        ATTN_FWD_NB_CASE(4)
+    default:
+        break;
+    }
+#undef ATTN_FWD_NB_CASE
+}
+
+// A batch of nb (≤ ATTN_NB) query rows of one head, backward, given their
+// A rows a[b] (nk):
+//   dA_b = dy_b Vhᵀ; dVh += Σ_b a_b ⊗ dy_b;
+//   dS_b = scale · a_b ⊙ (dA_b − Σ dA_b ⊙ a_b)   (into ds + b·nkp);
+//   dq_b += dS_b Kh; dKh += Σ_b dS_b ⊗ q_b.
+// Each chunk of dVh, dKh is loaded and stored once per batch; `first` (the
+// head's first batch) stores them instead of adding.
+static inline __attribute__((always_inline)) void
+attn_bwd_rows(int nk, int nkp, int dh, int nb, float scale,
+              const float *const *q, const float *const *dy,
+              const float *const *a, const float *Kh, const float *Vh,
+              float *dKh, float *dVh, float *ds, float *const *dq, int first)
+{
+    vf dot[ATTN_NB];
+    #pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+        dot[b] = vf_zero();
     for (int j = 0; j < nkp; j += VW) {
-        vf pj = attn_ldrow(a, j, nk), da = vf_zero();
+        vf p[ATTN_NB], da[ATTN_NB];
+        #pragma GCC unroll 4
+        for (int b = 0; b < nb; b++)
+            p[b] = attn_ldrow(a[b], j, nk), da[b] = vf_zero();
+        #pragma GCC unroll 4
         for (int e = 0; e < dh; e++) {
-            vf ye = vf_set1(dy[e]);
-            float *dv = dVh + (size_t)e * nkp + j;
-            da = vf_fma(ye, vf_load(Vh + (size_t)e * nkp + j), da);
-            vf_store(dv, first ? vf_mul(pj, ye) : vf_fma(pj, ye, vf_load(dv)));
+            vf v = vf_load(Vh + (size_t)e * nkp + j);
+            float *dvp = dVh + (size_t)e * nkp + j;
+            vf dv = first ? vf_zero() : vf_load(dvp);
+            #pragma GCC unroll 4
+            for (int b = 0; b < nb; b++) {
+                vf ye = vf_set1(dy[b][e]);
+                da[b] = vf_fma(ye, v, da[b]);
+                dv = vf_fma(p[b], ye, dv);
+            }
+            vf_store(dvp, dv);
         }
-        vf_store(ds + j, da);
-        dot = vf_fma(da, pj, dot);
+        #pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            vf_store(ds + (size_t)b * nkp + j, da[b]);
+            dot[b] = vf_fma(da[b], p[b], dot[b]);
+        }
     }
-    vf dv = vf_set1(vf_hsum(dot)), sc = vf_set1(scale);
+    vf sc = vf_set1(scale);
+    #pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+        dot[b] = vf_set1(vf_hsum(dot[b]));
     for (int j = 0; j < nkp; j += VW) { // pads: a = 0, so dS = 0
-        vf g = vf_mul(vf_mul(attn_ldrow(a, j, nk), vf_sub(vf_load(ds + j), dv)), sc);
-        vf_store(ds + j, g);
+        vf g[ATTN_NB];
+        #pragma GCC unroll 4
+        for (int b = 0; b < nb; b++) {
+            float *d = ds + (size_t)b * nkp + j;
+            g[b] = vf_mul(vf_mul(attn_ldrow(a[b], j, nk), vf_sub(vf_load(d), dot[b])), sc);
+            vf_store(d, g[b]);
+        }
+        #pragma GCC unroll 4
         for (int e = 0; e < dh; e++) {
-            float *dk = dKh + (size_t)e * nkp + j;
-            vf_store(dk, first ? vf_mul(g, vf_set1(q[e])) : vf_fma(g, vf_set1(q[e]), vf_load(dk)));
+            float *dkp = dKh + (size_t)e * nkp + j;
+            vf dk = first ? vf_zero() : vf_load(dkp);
+            #pragma GCC unroll 4
+            for (int b = 0; b < nb; b++)
+                dk = vf_fma(g[b], vf_set1(q[b][e]), dk);
+            vf_store(dkp, dk);
         }
     }
-    attn_rowdots(dh, nkp, ds, Kh, 1.0f, dq, 1);
+    #pragma GCC unroll 4
+    for (int b = 0; b < nb; b++)
+        attn_rowdots(dh, nkp, ds + (size_t)b * nkp, Kh, 1.0f, dq[b], 1);
+}
+
+// attn_bwd_rows with nb and (for the head's dh = 4) dh as constants, so the
+// batch loops unroll and the per-row vectors stay in registers.
+static void attn_bwd_batch(int nk, int nkp, int dh, int nb, float scale,
+                           const float *const *q, const float *const *dy,
+                           const float *const *a, const float *Kh,
+                           const float *Vh, float *dKh, float *dVh, float *ds,
+                           float *const *dq, int first)
+{
+#define ATTN_NB_CASE(n)                                                    \
+    case n:                                                                    \
+        if (dh == 4)                                                           \
+            attn_bwd_rows(nk, nkp, 4, n, scale, q, dy, a, Kh, Vh, dKh, dVh,    \
+                          ds, dq, first);                                      \
+        else                                                                   \
+            attn_bwd_rows(nk, nkp, dh, n, scale, q, dy, a, Kh, Vh, dKh, dVh,   \
+                          ds, dq, first);                                      \
+        break;
+    switch (nb) {
+        ATTN_NB_CASE(1)
+        ATTN_NB_CASE(2)
+        ATTN_NB_CASE(3)
+        ATTN_NB_CASE(4)
+    default:
+        break;
+    }
+#undef ATTN_NB_CASE
 }
 
 static void attn_fwd_small(int nq, int nk, int heads, int dh, int g,
@@ -296,7 +487,7 @@ static void attn_fwd_small(int nq, int nk, int heads, int dh, int g,
                            const float *V, int ldv, float *A, float *O, int ldo)
 {
     _Alignas(64) float Kt[ATTN_SMALL_FLOATS], Vt[ATTN_SMALL_FLOATS]; // (⌈g·dh⌉₈, nkp)
-    _Alignas(64) float s[ATTN_SMALL_NK];                             // (nkp)
+    _Alignas(64) float s[ATTN_NB * ATTN_SMALL_NK];                   // (nb, nkp)
     int nkp = (nk + VW - 1) / VW * VW;
     float scale = attn_scale(dh);
     for (int h0 = 0; h0 < heads; h0 += g) {
@@ -307,14 +498,17 @@ static void attn_fwd_small(int nq, int nk, int heads, int dh, int g,
             int h = h0 + hh;
             const float *Kh = Kt + (size_t)hh * dh * nkp; // (dh, nkp)
             const float *Vh = Vt + (size_t)hh * dh * nkp; // (dh, nkp)
-            for (int i = 0; i < nq; i++) {
-                const float *q = Q + (size_t)i * ldq + h * dh; // (dh)
-                float *a = A + ((size_t)h * nq + i) * nk;      // (nk)
-                float *o = O + (size_t)i * ldo + h * dh;       // (dh)
-                if (dh == 4) // the head's width: unrolled, broadcasts hoisted
-                    attn_fwd_row(nk, nkp, 4, scale, q, Kh, Vh, s, a, o);
-                else
-                    attn_fwd_row(nk, nkp, dh, scale, q, Kh, Vh, s, a, o);
+            for (int i0 = 0; i0 < nq; i0 += ATTN_NB) {
+                int nb = nq - i0 < ATTN_NB ? nq - i0 : ATTN_NB;
+                const float *q[ATTN_NB]; // rows (dh)
+                float *a[ATTN_NB], *o[ATTN_NB]; // rows (nk), (dh)
+                for (int b = 0; b < nb; b++) {
+                    int i = i0 + b;
+                    q[b] = Q + (size_t)i * ldq + h * dh;
+                    a[b] = A + ((size_t)h * nq + i) * nk;
+                    o[b] = O + (size_t)i * ldo + h * dh;
+                }
+                attn_fwd_batch(nk, nkp, dh, nb, scale, q, Kh, Vh, s, a, o);
             }
         }
     }
@@ -328,7 +522,7 @@ static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
 {
     _Alignas(64) float Kt[ATTN_SMALL_FLOATS], Vt[ATTN_SMALL_FLOATS];   // (⌈g·dh⌉₈, nkp)
     _Alignas(64) float dKt[ATTN_SMALL_FLOATS], dVt[ATTN_SMALL_FLOATS]; // (⌈g·dh⌉₈, nkp)
-    _Alignas(64) float ds[ATTN_SMALL_NK];                              // (nkp)
+    _Alignas(64) float ds[ATTN_NB * ATTN_SMALL_NK];                // (nb, nkp)
     int nkp = (nk + VW - 1) / VW * VW;
     float scale = attn_scale(dh);
     if (nq < 1)
@@ -348,18 +542,19 @@ static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
             size_t o = (size_t)hh * dh * nkp;
             const float *Kh = Kt + o, *Vh = Vt + o; // (dh, nkp)
             float *dKh = dKt + o, *dVh = dVt + o;   // (dh, nkp)
-            for (int i = 0; i < nq; i++) {
-                const float *q = Q + (size_t)i * ldq + h * dh;    // (dh)
-                const float *dy = dO + (size_t)i * lddo + h * dh; // (dh)
-                const float *a = A + ((size_t)h * nq + i) * nk;   // (nk)
-                float *dq = dQ + (size_t)i * lddq + h * dh;       // (dh)
-                // dh == 4 is the head's width: unrolled, broadcasts hoisted
-                if (dh == 4 && i == 0)
-                    attn_bwd_row(nk, nkp, 4, scale, q, dy, a, Kh, Vh, dKh, dVh, ds, dq, 1);
-                else if (dh == 4)
-                    attn_bwd_row(nk, nkp, 4, scale, q, dy, a, Kh, Vh, dKh, dVh, ds, dq, 0);
-                else
-                    attn_bwd_row(nk, nkp, dh, scale, q, dy, a, Kh, Vh, dKh, dVh, ds, dq, i == 0);
+            for (int i0 = 0; i0 < nq; i0 += ATTN_NB) {
+                int nb = nq - i0 < ATTN_NB ? nq - i0 : ATTN_NB;
+                const float *q[ATTN_NB], *dy[ATTN_NB], *a[ATTN_NB]; // rows
+                float *dq[ATTN_NB];
+                for (int b = 0; b < nb; b++) {
+                    int i = i0 + b;
+                    q[b] = Q + (size_t)i * ldq + h * dh;          // (dh)
+                    dy[b] = dO + (size_t)i * lddo + h * dh;       // (dh)
+                    a[b] = A + ((size_t)h * nq + i) * nk;         // (nk)
+                    dq[b] = dQ + (size_t)i * lddq + h * dh;       // (dh)
+                }
+                attn_bwd_batch(nk, nkp, dh, nb, scale, q, dy, a, Kh, Vh, dKh, dVh, ds,
+                               dq, i0 == 0);
             }
         }
         attn_transpose_add(nk, nkp, nc, dKt, dK + c0, lddk);
