@@ -76,16 +76,38 @@ static inline void attn_tile16(const float *X, size_t ldx, float *T, size_t ldt)
     ATTN_LD2(4), ATTN_LD2(5), ATTN_LD2(6), ATTN_LD2(7);
 #undef ATTN_LD2
     attn_transpose8x2(z);
-    for (int c = 0; c < 8; c++)
-        _mm512_storeu_ps(T + c * ldt, z[c]);
+    _mm512_storeu_ps(T, z[0]), _mm512_storeu_ps(T + ldt, z[1]);
+    _mm512_storeu_ps(T + 2 * ldt, z[2]), _mm512_storeu_ps(T + 3 * ldt, z[3]);
+    _mm512_storeu_ps(T + 4 * ldt, z[4]), _mm512_storeu_ps(T + 5 * ldt, z[5]);
+    _mm512_storeu_ps(T + 6 * ldt, z[6]), _mm512_storeu_ps(T + 7 * ldt, z[7]);
+}
+
+// E (16, 8) = Tᵀ for T (8 rows ld ldt, 16 floats each): the edge tiles of
+// attn_transpose_add.
+static inline void attn_tile16_out(const float *T, size_t ldt, float *E)
+{
+    __m512 z[8] = {
+        _mm512_loadu_ps(T),           _mm512_loadu_ps(T + ldt),
+        _mm512_loadu_ps(T + 2 * ldt), _mm512_loadu_ps(T + 3 * ldt),
+        _mm512_loadu_ps(T + 4 * ldt), _mm512_loadu_ps(T + 5 * ldt),
+        _mm512_loadu_ps(T + 6 * ldt), _mm512_loadu_ps(T + 7 * ldt)};
+    attn_transpose8x2(z);
+#define ATTN_ST2(k)                                                            \
+    _mm256_storeu_ps(E + 8 * (k), _mm512_castps512_ps256(z[k])),               \
+        _mm256_storeu_ps(E + 8 * ((k) + 8), _mm512_extractf32x8_ps(z[k], 1))
+    ATTN_ST2(0), ATTN_ST2(1), ATTN_ST2(2), ATTN_ST2(3);
+    ATTN_ST2(4), ATTN_ST2(5), ATTN_ST2(6), ATTN_ST2(7);
+#undef ATTN_ST2
 }
 
 // P (16 rows ld ldp, 8 columns) += Tᵀ for T (8 rows ld ldt, 16 floats each).
 static inline void attn_tile16_add(const float *T, size_t ldt, float *P, size_t ldp)
 {
-    __m512 z[8];
-    for (int c = 0; c < 8; c++)
-        z[c] = _mm512_loadu_ps(T + c * ldt);
+    __m512 z[8] = {
+        _mm512_loadu_ps(T),           _mm512_loadu_ps(T + ldt),
+        _mm512_loadu_ps(T + 2 * ldt), _mm512_loadu_ps(T + 3 * ldt),
+        _mm512_loadu_ps(T + 4 * ldt), _mm512_loadu_ps(T + 5 * ldt),
+        _mm512_loadu_ps(T + 6 * ldt), _mm512_loadu_ps(T + 7 * ldt)};
     attn_transpose8x2(z);
 #define ATTN_ADD2(k)                                                           \
     _mm256_storeu_ps(P + (k) * ldp, _mm256_add_ps(_mm256_loadu_ps(P + (k) * ldp),     \
@@ -160,25 +182,34 @@ static void attn_transpose_in(int nk, int nkp, int nc, const float *X, int ldx,
 {
     for (int c0 = 0; c0 < nc; c0 += 8) {
         int w = nc - c0 < 8 ? nc - c0 : 8;
-        for (int j0 = 0; j0 < nkp; j0 += 8) {
-            float *T = Xt + (size_t)c0 * nkp + j0;
 #if VW == 16
-            if (w == 8 && j0 + 16 <= nk && (j0 & 15) == 0) { // two tiles in zmm
+        // blocks of 16 keys, stored as whole zmm rows (as the kernels load them)
+        for (int j0 = 0; j0 < nkp; j0 += 16) {
+            float *T = Xt + (size_t)c0 * nkp + j0;
+            if (w == 8 && j0 + 16 <= nk) {
                 attn_tile16(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
-                j0 += 8;
                 continue;
             }
-#endif
+            _Alignas(64) float e[128]; // edge block (16 keys, 8 columns), zero padded
+            for (int k = 0; k < 16; k++)
+                _mm256_store_ps(e + 8 * k, j0 + k < nk ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
+                                                       : _mm256_setzero_ps());
+            attn_tile16(e, 8, T, (size_t)nkp);
+        }
+#else
+        for (int j0 = 0; j0 < nkp; j0 += 8) {
+            float *T = Xt + (size_t)c0 * nkp + j0;
             if (w == 8 && j0 + 8 <= nk) {
                 attn_tile8(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
                 continue;
             }
-            _Alignas(32) float e[64]; // edge tile (8, 8), zero padded
+            _Alignas(32) float e[64]; // edge tile (8 keys, 8 columns), zero padded
             for (int k = 0; k < 8; k++)
                 _mm256_store_ps(e + 8 * k, j0 + k < nk ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
                                                        : _mm256_setzero_ps());
             attn_tile8(e, 8, T, (size_t)nkp);
         }
+#endif
     }
 }
 
@@ -186,25 +217,31 @@ static void attn_transpose_in(int nk, int nkp, int nc, const float *X, int ldx,
 static void attn_transpose_add(int nk, int nkp, int nc, const float *Xt,
                                float *X, int ldx)
 {
+#if VW == 16
+    enum { KB = 16 }; // keys per block: whole zmm rows of Xt
+#else
+    enum { KB = 8 };
+#endif
     for (int c0 = 0; c0 < nc; c0 += 8) {
         int w = nc - c0 < 8 ? nc - c0 : 8;
-        for (int j0 = 0; j0 < nk; j0 += 8) {
+        for (int j0 = 0; j0 < nk; j0 += KB) {
             const float *T = Xt + (size_t)c0 * nkp + j0;
             float *P = X + (size_t)j0 * ldx + c0;
+            _Alignas(64) float e[8 * KB]; // edge block (KB keys, 8 columns)
+            if (w == 8 && j0 + KB <= nk) {
 #if VW == 16
-            if (w == 8 && j0 + 16 <= nk && (j0 & 15) == 0) { // two tiles in zmm
                 attn_tile16_add(T, (size_t)nkp, P, (size_t)ldx);
-                j0 += 8;
-                continue;
-            }
-#endif
-            if (w == 8 && j0 + 8 <= nk) {
+#else
                 attn_tile8_add(T, (size_t)nkp, P, (size_t)ldx);
+#endif
                 continue;
             }
-            _Alignas(32) float e[64]; // edge tile (8 keys, 8 columns)
+#if VW == 16
+            attn_tile16_out(T, (size_t)nkp, e);
+#else
             attn_tile8(T, (size_t)nkp, e, 8);
-            int rows = nk - j0 < 8 ? nk - j0 : 8;
+#endif
+            int rows = nk - j0 < KB ? nk - j0 : KB;
             for (int k = 0; k < rows; k++) {
                 float *p = P + (size_t)k * ldx;
                 attn_st8n(p, _mm256_add_ps(attn_ld8n(p, w), _mm256_load_ps(e + 8 * k)), w);
