@@ -3,7 +3,8 @@
 // (nk, 2w + 1) buffer (as are dK and dV), Q / O / dO / dQ have their own
 // leading dimensions, all wider than w = heads·dh.
 //   small path (dh ≤ 16, keys vectorised, per head group): every dh 1..16
-//     × nk 1..40 and 96 × nq 1..5 × heads 1..3 (head groups split at dh 16);
+//     × nk 1..40 and 96 × nq 1..5 × heads 1..3 (head groups split at dh 16;
+//     the AVX-512 kernel hands nk ≤ 8 to the AVX2 one);
 //   GEMM path: dh 17, 64, and dh ≤ 16 past the small path's stack limits
 //     (nk·dh too large, nk past its row limit).
 // Tolerance (FLT_EPSILON units, relative to each output's scale):

@@ -611,6 +611,10 @@ void CLEF_KNAME(attention_fwd)(int nq, int nk, int heads, int dh,
                                const float *V, int ldv, float *A, float *O,
                                int ldo)
 {
+    // key rows of 8 or fewer: the AVX2 kernel's ymm rows waste fewer lanes
+    CLEF_NARROW(nk <= 8 && dh <= ATTN_SMALL_DH,
+                clef_f32_attention_fwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A,
+                                             O, ldo));
     int g = attn_small_group(nk, heads, dh);
     if (g > 0) {
         attn_fwd_small(nq, nk, heads, dh, g, Q, ldq, K, ldk, V, ldv, A, O, ldo);
@@ -636,6 +640,10 @@ void CLEF_KNAME(attention_bwd)(int nq, int nk, int heads, int dh,
                                float *dK, int lddk, float *dV, int lddv,
                                float *scratch)
 {
+    CLEF_NARROW(nk <= 8 && dh <= ATTN_SMALL_DH,
+                clef_f32_attention_bwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A,
+                                             dO, lddo, dQ, lddq, dK, lddk, dV, lddv,
+                                             scratch));
     int g = attn_small_group(nk, heads, dh);
     if (g > 0) {
         attn_bwd_small(nq, nk, heads, dh, g, Q, ldq, K, ldk, V, ldv, A, dO,
