@@ -40,14 +40,19 @@ void clef_batch_counts(const clef_record *const *recs, int n, int *n_q,
         }
 }
 
-double clef_record_loss(const clef_kernels *k, const clef_record *r,
-                        const float *z, const clef_train_opts *o, int n_q,
-                        int n_score, float *p, float *dz)
+// The loss kernel over nq questions (offsets off, O options), normalised by
+// the update's question counts. Without targets for every question: the
+// probabilities only (dz = 0, no loss).
+static double grouped_loss(const clef_kernels *k, int nq, const int *off,
+                           const int *is_score, const float *target,
+                           int targets, const float *z,
+                           const clef_train_opts *o, int n_q, int n_score,
+                           float *p, float *dz)
 {
-    if (!all_targets(r) || n_q == 0) {
-        // unlabelled (test) questions: probabilities only
-        k->softmax_seg_fwd(r->Q, r->opt_off, z, p);
-        memset(dz, 0, sizeof(float) * r->O);
+    const int O = off[nq];
+    if (!targets || n_q == 0) {
+        k->softmax_seg_fwd(nq, off, z, p);
+        memset(dz, 0, sizeof(float) * O);
         return 0.0;
     }
     clef_loss_args a = {
@@ -58,8 +63,16 @@ double clef_record_loss(const clef_kernels *k, const clef_record *r,
         .inv_nscore = n_score ? (float)(1.0 / n_score) : 0.f,
     };
     double loss = 0.0;
-    k->loss(r->Q, r->opt_off, r->is_score, z, r->target, &a, p, dz, &loss);
+    k->loss(nq, off, is_score, z, target, &a, p, dz, &loss);
     return loss;
+}
+
+double clef_record_loss(const clef_kernels *k, const clef_record *r,
+                        const float *z, const clef_train_opts *o, int n_q,
+                        int n_score, float *p, float *dz)
+{
+    return grouped_loss(k, r->Q, r->opt_off, r->is_score, r->target,
+                        all_targets(r), z, o, n_q, n_score, p, dz);
 }
 
 // The loss kernel over the packed batch: one call, batch-global offsets.
@@ -67,21 +80,8 @@ static double batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
                          const clef_train_opts *o, int n_q, int n_score,
                          float *p, float *dz)
 {
-    if (!ws->all_targets || n_q == 0) {
-        k->softmax_seg_fwd(ws->Q, ws->opt_off, z, p);
-        memset(dz, 0, sizeof(float) * ws->O);
-        return 0.0;
-    }
-    clef_loss_args a = {
-        .smoothing = (float)o->smoothing,
-        .brier = (float)o->brier,
-        .ordinal = (float)o->ordinal,
-        .inv_n = (float)(1.0 / n_q),
-        .inv_nscore = n_score ? (float)(1.0 / n_score) : 0.f,
-    };
-    double loss = 0.0;
-    k->loss(ws->Q, ws->opt_off, ws->is_score, z, ws->target, &a, p, dz, &loss);
-    return loss;
+    return grouped_loss(k, ws->Q, ws->opt_off, ws->is_score, ws->target,
+                        ws->all_targets, z, o, n_q, n_score, p, dz);
 }
 
 double clef_batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
