@@ -37,6 +37,8 @@ const char *clef_need_avx2(void)
         return "cpu lacks fma";
     if (!c->f16c)
         return "cpu lacks f16c";
+    if (clef_isa_level() < CLEF_ISA_AVX2)
+        return "capped by CLEF_MAX_ISA";
     return NULL;
 }
 
@@ -53,6 +55,8 @@ const char *clef_need_avx512(void)
         return "cpu lacks avx512vl";
     if (!c->fma)
         return "cpu lacks fma";
+    if (clef_isa_level() < CLEF_ISA_AVX512)
+        return "capped by CLEF_MAX_ISA";
     return NULL;
 }
 

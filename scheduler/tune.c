@@ -602,14 +602,14 @@ static const char *unusable(const clef_backend *b, clef_op op, int builtin,
 {
     if (!b || !b->table)
         return "not compiled in this build";
+    int lvl = clef_isa_parse(b->name); // the cap first: it is auto's own fact
+    if (lvl > f->max_isa)
+        return "above CLEF_MAX_ISA";
     const char *why = clef_backend_unavailable(b);
     if (why)
         return why;
     if (!table_complete(b))
         return "incomplete table";
-    int lvl = clef_isa_parse(b->name);
-    if (lvl > f->max_isa)
-        return "above CLEF_MAX_ISA";
     if (!clef_backend_native(b, op))
         return "no kernel of its own for this op";
     if (builtin && strcmp(b->name, "blis") == 0 && f->blis_generic)
