@@ -73,6 +73,8 @@ void clef_bench_opts_default(clef_bench_opts *o)
     o->budget_s = 0.05;
     o->max_reps = 1000;
     o->batch = 1;
+    o->questions = 0;
+    o->options = 0;
 }
 
 // ---- random numbers (splitmix64: tiny, seedable, good enough for fills) ----

@@ -80,6 +80,8 @@ typedef struct clef_bench_opts {
     double budget_s;      // time budget per timed row
     int max_reps;         // cap on timed repetitions per row
     int batch;            // --train: records per update (--batch, 1)
+    int questions;        // --train: questions per record (0: the shape's)
+    int options;          // --train: options per question (0: the shape's)
 } clef_bench_opts;
 void clef_bench_opts_default(clef_bench_opts *o); // seed 1, timed, 0.05 s, 1000
 

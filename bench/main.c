@@ -41,6 +41,7 @@ static void usage(FILE *f)
             "                  [--shape NAME|all=all] [--threads N] [--seed S=1]\n"
             "                  [--json FILE] [--train] [--list]\n"
             "                  [--budget SECONDS=0.05] [--no-time] [--batch B=1]\n"
+            "                  [--questions Q] [--options N]  (--train geometry)\n"
             "\n"
             "Checks each backend's kernels against the scalar reference on the\n"
             "head's shapes and the edge battery, then times them. --backend,\n"
@@ -204,7 +205,9 @@ static int parse_args(int argc, char **argv, bench_args *a)
                                                strcmp(f, "--seed") == 0 ||
                                                strcmp(f, "--json") == 0 ||
                                                strcmp(f, "--budget") == 0 ||
-                                               strcmp(f, "--batch") == 0)
+                                               strcmp(f, "--batch") == 0 ||
+                                               strcmp(f, "--questions") == 0 ||
+                                               strcmp(f, "--options") == 0)
                                           ? "needs a value"
                                           : "unknown option");
         } else if (strcmp(f, "--backend") == 0) {
@@ -231,6 +234,12 @@ static int parse_args(int argc, char **argv, bench_args *a)
         } else if (strcmp(f, "--budget") == 0) {
             if (parse_number(f, v, 0, 3600, &a->opts.budget_s))
                 return 2;
+        } else if (strcmp(f, "--questions") == 0 || strcmp(f, "--options") == 0) {
+            if (parse_number(f, v, 1, 4096, &x))
+                return 2;
+            if (x != (int)x)
+                return bad_usage(f, "'%s' must be a whole number", v);
+            *(strcmp(f, "--questions") == 0 ? &a->opts.questions : &a->opts.options) = (int)x;
         } else if (strcmp(f, "--batch") == 0) {
             if (parse_number(f, v, 1, 1024, &x))
                 return 2;

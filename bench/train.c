@@ -35,11 +35,15 @@ static float uniform(uint64_t *s, float lo, float hi)
 // A synthetic train record of the shape's size: H (T, d) and E (V, d)
 // uniform, Q questions cycling noul / choice / score with O options shared
 // out (at least one each), spans inside [0, T), one-hot labels.
-static int make_record(const clef_bench_shape *s, uint64_t seed, clef_record *r,
-                       float **E)
+static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
+                       uint64_t seed, clef_record *r, float **E)
 {
     memset(r, 0, sizeof *r);
-    int T = s->T, d = s->d, Q = s->Q, O = s->O < s->Q ? s->Q : s->O;
+    // --questions Q --options N replace the shape's question geometry
+    int T = s->T, d = s->d, Q = op->questions ? op->questions : s->Q;
+    int O = op->questions || op->options
+                ? Q * (op->options ? op->options : 2)
+                : (s->O < s->Q ? s->Q : s->O);
     r->T = T, r->d = d, r->Q = Q, r->O = O;
     r->split = CLEF_SPLIT_TRAIN;
     r->id = strdup("bench");
@@ -151,7 +155,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     // B records of the shape (different draws), one packed batch per update
     for (int i = 0; i < B; i++) {
         batch[i] = &rec[i];
-        if (make_record(s, (o->seed ^ 0x5eed) + 7919 * (uint64_t)i, &rec[i],
+        if (make_record(s, o, (o->seed ^ 0x5eed) + 7919 * (uint64_t)i, &rec[i],
                         &E[i]) != 0 ||
             clef_record_prepare(b->table, &rec[i], E[i], TRAIN_V, &err) != 0) {
             snprintf(why, sizeof why, "setup: %s",
