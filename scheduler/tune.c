@@ -623,14 +623,24 @@ const char *clef_auto_why_not(const clef_backend *b, clef_op op, int builtin,
     return unusable(b, op, builtin, f);
 }
 
-static void choose_builtin(clef_op op, clef_auto_choice *ch, const char *pre,
-                           const clef_auto_facts *f)
+// Library backends pay their own per-call cost (measured here: 1-2 µs per
+// oneDNN call, against a few hundred ns for a small hand-written kernel), so
+// the built-in order keeps them out of the small class.
+static int is_library(const char *name)
+{
+    return strcmp(name, "onednn") == 0 || strcmp(name, "blis") == 0;
+}
+
+static void choose_builtin(clef_op op, int cls, clef_auto_choice *ch,
+                           const char *pre, const clef_auto_facts *f)
 {
     char skipped[160] = "";
     size_t used = 0;
     for (size_t i = 0; i < sizeof g_builtin / sizeof g_builtin[0]; i++) {
         const clef_backend *b = clef_backend_find(g_builtin[i]);
         const char *why = unusable(b, op, 1, f);
+        if (!why && cls == CLEF_CLASS_SMALL && is_library(g_builtin[i]))
+            why = "per-call overhead on small shapes";
         if (!why) {
             ch->backend = b;
             ch->source = CLEF_SRC_BUILTIN;
@@ -678,7 +688,7 @@ static void choose(const clef_tuning *t, const char *tname, clef_op op,
         if (!pre[0])
             snprintf(pre, sizeof pre, "not in the tuning file; ");
     }
-    choose_builtin(op, ch, pre, f);
+    choose_builtin(op, cls, ch, pre, f);
 }
 
 // Reads the tuning file for auto; NULL (with a note) when there is none or
