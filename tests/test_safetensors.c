@@ -13,33 +13,16 @@
 #include <unistd.h>
 
 #include "safetensors.h"
+#include "util_package.h"
 
 // ---- helpers ----
 
 // A fresh temporary folder per test (tests may run in parallel processes).
 static char *tmpdir_new(void)
 {
-    char *d = strdup("/tmp/clef-test-st-XXXXXX");
-    cr_assert_not_null(mkdtemp(d));
+    char *d = tp_tmpdir(); // util_package.c
+    cr_assert_not_null(d);
     return d;
-}
-
-static void tmpdir_rm(char *d)
-{
-    DIR *dp = opendir(d);
-    if (dp) {
-        struct dirent *de;
-        while ((de = readdir(dp))) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                continue;
-            char p[512];
-            snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
-            unlink(p);
-        }
-        closedir(dp);
-    }
-    rmdir(d);
-    free(d);
 }
 
 static int dir_count(const char *d)
@@ -277,7 +260,7 @@ Test(safetensors, read_every_dtype)
                        err.msg);
     clef_st_close(&f);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(safetensors, scalar_shape_and_i64_range)
@@ -310,7 +293,7 @@ Test(safetensors, scalar_shape_and_i64_range)
                        err.msg);
     clef_st_close(&f);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(safetensors, find_among_many)
@@ -343,7 +326,7 @@ Test(safetensors, find_among_many)
     }
     clef_st_close(&f);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 // ---- the public writer ----
@@ -397,7 +380,7 @@ Test(safetensors, write_round_trip_bit_exact)
     cr_assert_not_null(strstr(err.msg, "element 2 is NaN"), "%s", err.msg);
     clef_st_close(&f);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(safetensors, write_is_atomic_and_leaves_nothing_on_error)
@@ -438,7 +421,7 @@ Test(safetensors, write_is_atomic_and_leaves_nothing_on_error)
     free(r);
     free(q);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 // ---- the golden weights ----
@@ -480,7 +463,7 @@ static void broken(const char *name, const char *header, size_t ndata,
     expect_reject(p, frag1, frag2);
     free(data);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(safetensors, reject_truncated_file)
@@ -492,7 +475,7 @@ Test(safetensors, reject_truncated_file)
     fclose(fp);
     expect_reject(p, "shorter than the 8-byte header length", "header");
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(safetensors, reject_header_length_past_end)
@@ -502,7 +485,7 @@ Test(safetensors, reject_header_length_past_end)
     raw_write_claim(p, 4096, "{}", NULL, 0);
     expect_reject(p, "runs past the end of the file", "4096");
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(safetensors, reject_header_over_100mb)
@@ -512,7 +495,7 @@ Test(safetensors, reject_header_over_100mb)
     raw_write_claim(p, 100000001ULL, "{}", NULL, 0);
     expect_reject(p, "exceeds the 100 MB limit", "100000001");
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(safetensors, reject_data_cut_short)
@@ -623,5 +606,5 @@ Test(safetensors, reject_nan_with_require_finite)
                        err.msg);
     clef_st_close(&f);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "weights.h"
+#include "util_package.h"
 
 #define GOLDEN CLEF_TEST_DATA "/golden/tiny/weights.safetensors"
 
@@ -20,8 +21,8 @@
 
 static char *tmpdir_new(void)
 {
-    char *d = strdup("/tmp/clef-test-w-XXXXXX");
-    cr_assert_not_null(mkdtemp(d));
+    char *d = tp_tmpdir(); // util_package.c
+    cr_assert_not_null(d);
     return d;
 }
 
@@ -36,24 +37,6 @@ static int dir_count(const char *d)
             n++;
     closedir(dp);
     return n;
-}
-
-static void tmpdir_rm(char *d)
-{
-    DIR *dp = opendir(d);
-    if (dp) {
-        struct dirent *de;
-        while ((de = readdir(dp))) {
-            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                continue;
-            char p[512];
-            snprintf(p, sizeof(p), "%s/%s", d, de->d_name);
-            unlink(p);
-        }
-        closedir(dp);
-    }
-    rmdir(d);
-    free(d);
 }
 
 static char *path_in(const char *dir, const char *name)
@@ -268,7 +251,7 @@ Test(weights, golden_config_inferred_without_metadata)
     free(rf);
     free(p);
     clef_head_free(&g);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 // ---- save and load ----
@@ -308,7 +291,7 @@ Test(weights, save_load_round_trip_bit_exact)
     clef_head_free(&a);
     clef_head_free(&b);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(weights, golden_save_load_round_trip_bit_exact)
@@ -325,7 +308,7 @@ Test(weights, golden_save_load_round_trip_bit_exact)
     clef_head_free(&a);
     clef_head_free(&b);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(weights, half_precision_weights_load)
@@ -372,7 +355,7 @@ Test(weights, half_precision_weights_load)
     clef_head_free(&a);
     clef_head_free(&b);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 // ---- the catalogue of bad weights ----
@@ -409,7 +392,7 @@ static void bad_weights(edit_fn edit, int with_meta, const char *frag1,
     free(rf);
     clef_head_free(&a);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 static void edit_drop_gate(raw_file *rf) { raw_remove(rf, "residual_gate"); }
@@ -504,7 +487,7 @@ Test(weights, clean_file_loads)
     free(rf);
     clef_head_free(&a);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(weights, reject_missing_tensor)
@@ -567,7 +550,7 @@ Test(weights, reject_bad_head_metadata)
     free(rf);
     clef_head_free(&a);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 // ---- checkpoints ----
@@ -630,7 +613,7 @@ Test(weights, checkpoint_round_trip)
     clef_head_free(&b);
     clef_head_free(&c);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
 
 Test(weights, checkpoint_rejections)
@@ -709,5 +692,5 @@ Test(weights, checkpoint_rejections)
     clef_head_free(&a);
     free(w);
     free(p);
-    tmpdir_rm(dir);
+    tp_rmdir(dir);
 }
