@@ -61,8 +61,8 @@ struct clef_ws {
     int *opt_off;                // (Q+1) batch-global option offsets
     int all_targets;             // every question has a target
     // packed per-record constants (pointers into the record when nb == 1)
-    const float *xhat, *qvhat, *ctxhat, *lex;
-    float *xhat_b, *qvhat_b, *ctxhat_b, *lex_b; // copies for nb > 1
+    const float *xhat, *qvhat, *ctxhat, *lex, *lhat;
+    float *xhat_b, *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1
     float *target;               // (O) targets, packed
     // ---- forward ----
     float *X;      // X = xhat ⊙ γ + β         (T, d)
@@ -96,7 +96,6 @@ struct clef_ws {
     float *v1;     // residual_scorer.0 output  (O, w)
     float *u1;     // GELU(v1)                  (O, w)
     float *res;    // residual scores           (O)
-    float *lhat, *lnrm; // normalize(lex)       (O, d), (O)
     float *a, *anrm;    // normalize(qv + g)    (Q, d), (Q)
     float *prior;  // prior_o                   (O)
     int *owner;    // question of each option   (O)
@@ -110,7 +109,7 @@ struct clef_ws {
     float *dqv, *dctx;    // (Q, d), (O, d)
     float *dg;            // (nb, d)
     float *dsum;          // (max(Q,1), max(w, d))
-    float *att_scratch;   // (max(O, Q) · max(T, Q))
+    float *att_scratch;   // (max(Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b²)): a slice per record
     float *dcos, *dres;   // (O) ∂L/∂cos, ∂L/∂res
     float *dalpha, *ds;   // (O) summary softmax gradients
     float *dxa, *dxb;     // (Q, w) field residual stream gradients

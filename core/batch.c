@@ -73,6 +73,7 @@ void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)
         ws->qvhat = recs[0]->qvhat;
         ws->ctxhat = recs[0]->ctxhat;
         ws->lex = recs[0]->lex;
+        ws->lhat = recs[0]->lhat;
         return;
     }
     for (int b = 0; b < n; b++) {
@@ -81,9 +82,11 @@ void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)
         stack(ws->qvhat_b + (size_t)ws->q_off[b] * d, r->qvhat, r->Q, d);
         stack(ws->ctxhat_b + (size_t)ws->o_off[b] * d, r->ctxhat, r->O, d);
         stack(ws->lex_b + (size_t)ws->o_off[b] * d, r->lex, r->O, d);
+        stack(ws->lhat_b + (size_t)ws->o_off[b] * d, r->lhat, r->O, d);
     }
     ws->xhat = ws->xhat_b;
     ws->qvhat = ws->qvhat_b;
     ws->ctxhat = ws->ctxhat_b;
     ws->lex = ws->lex_b;
+    ws->lhat = ws->lhat_b;
 }

@@ -166,8 +166,8 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
     clef_linear_fwd(k, O, w, 4 * w, ws->feat, P->rs0_w, P->rs0_b, ws->v1);
     k->gelu_fwd((size_t)O * w, ws->v1, ws->u1);
     clef_linear_fwd(k, O, 1, w, ws->u1, P->rs3_w, P->rs3_b, ws->res);
-    // prior in d-space: κ(s_p) normalize(lex_o) · normalize(qv_q + g)
-    k->normalize_fwd(O, d, CLEF_NORMALIZE_EPS, ws->lex, ws->lhat, ws->lnrm);
+    // prior in d-space: κ(s_p) normalize(lex_o) · normalize(qv_q + g), with
+    // normalize(lex) a constant of the record (clef_record_prepare)
     float *anchor = ws->dqv; // scratch (Q, d): qv + g of the question's record
     for (int q = 0; q < Q; q++) {
         const float *g = ws->g + (size_t)ws->qrec[q] * d;

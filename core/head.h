@@ -120,6 +120,7 @@ typedef struct clef_record {
     float *qvhat;  // (Q, d) span means of xhat over question spans
     float *ctxhat; // (O, d) span means of xhat over option spans
     float *lex;    // (O, d) span means of E[ids] over option spans
+    float *lhat;   // (O, d) normalize(lex): the prior's lexical side
 } clef_record;
 
 enum { CLEF_SPLIT_TRAIN = 0, CLEF_SPLIT_VALIDATION = 1, CLEF_SPLIT_TEST = 2 };

@@ -19,15 +19,18 @@ int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
     free(r->qvhat);
     free(r->ctxhat);
     free(r->lex);
+    free(r->lhat);
     free(r->is_score);
     r->is_score = malloc(sizeof(int) * (r->Q ? r->Q : 1));
     r->xhat = malloc(sizeof(float) * (size_t)T * d);
     r->qvhat = malloc(sizeof(float) * (size_t)r->Q * d);
     r->ctxhat = malloc(sizeof(float) * (size_t)r->O * d);
     r->lex = malloc(sizeof(float) * (size_t)r->O * d);
+    r->lhat = malloc(sizeof(float) * (size_t)r->O * d);
+    float *lnrm = malloc(sizeof(float) * (r->O ? r->O : 1));
     int rc = CLEF_OK;
     if (!r->is_score || !ones || !zeros || !y || !rstd || !erows || !r->xhat || !r->qvhat ||
-        !r->ctxhat || !r->lex) {
+        !r->ctxhat || !r->lex || !r->lhat || !lnrm) {
         rc = clef_err_set(err, CLEF_ERR_RUN, "record %s: out of memory",
                           r->id ? r->id : "?");
         goto out;
@@ -50,7 +53,9 @@ int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
     k->span_mean(r->O, r->ospan, d, r->xhat, r->ctxhat); // (O, d)
     k->gather_rows(T, r->ids, d, E, erows);              // E[ids] (T, d)
     k->span_mean(r->O, r->ospan, d, erows, r->lex);      // (O, d)
+    k->normalize_fwd(r->O, d, CLEF_NORMALIZE_EPS, r->lex, r->lhat, lnrm);
 out:
+    free(lnrm);
     free(ones);
     free(zeros);
     free(y);
@@ -87,5 +92,6 @@ void clef_record_free(clef_record *r)
     free(r->qvhat);
     free(r->ctxhat);
     free(r->lex);
+    free(r->lhat);
     memset(r, 0, sizeof(*r));
 }

@@ -42,6 +42,7 @@ static void carve(clef_ws *ws, arena *a)
     ws->qvhat_b = take(a, B > 1 ? Q * d : 0);
     ws->ctxhat_b = take(a, B > 1 ? O * d : 0);
     ws->lex_b = take(a, B > 1 ? O * d : 0);
+    ws->lhat_b = take(a, B > 1 ? O * d : 0);
     ws->target = take(a, O);
     ws->X = take(a, T * d);
     ws->M = take(a, T * w);
@@ -104,8 +105,6 @@ static void carve(clef_ws *ws, arena *a)
     ws->v1 = take(a, O * w);
     ws->u1 = take(a, O * w);
     ws->res = take(a, O);
-    ws->lhat = take(a, O * d);
-    ws->lnrm = take(a, O);
     ws->a = take(a, Q * d);
     ws->anrm = take(a, Q);
     ws->prior = take(a, O);
