@@ -2,6 +2,9 @@
 // clef_f32_gemm_*_14x32__avx512) against a double reference, through the
 // backends' tables:
 //   - every remainder of the small path: M, N in 1..33, K in {1,2,5,8,15,16,17,31,33}
+//   - the small path at the head's skinny shapes (a batch's few rows against
+//     a large weight): M in {1, 4, 6, 7, 12, 13} with K = 1100 (every row
+//     tile and K block remainder), and tn with K in {1, 12, 13}, N = 1100
 //   - every remainder of the packed path: M in 14..42, N in 16..50 at K = 160
 //     (every MR and NR remainder of both tiles), K across a KC block (1100)
 //   - accumulate 0 (C pre-filled with NaN, must be ignored) and 1, ld > width,
@@ -126,6 +129,28 @@ static void packed_remainders(const char *isa, layout lay)
     CASE(300, 45, 70, 1);
 }
 
+// few rows, long reductions or wide outputs: large enough for the threaded
+// small path (> 4e6 flops), skinny enough to stay off the packed path
+static void small_wide(const char *isa, layout lay)
+{
+    clef_gemm_fn fn = gemm_of(isa_table_or_skip(isa), lay);
+    static const int rows[] = {1, 4, 6, 7, 12, 13};
+    uint64_t rng = 0x5e1du + lay;
+    for (int i = 0; i < 6; i++) {
+        if (lay == TN) // short reduction: the batch's rows are K
+            CASE(301, 1100, rows[i] < 12 ? 1 : rows[i], i & 1);
+        else
+            CASE(rows[i], 301, 1100, i & 1);
+    }
+}
+
+Test(isa_gemm, avx512_nt_small_wide) { small_wide("avx512", NT); }
+Test(isa_gemm, avx512_nn_small_wide) { small_wide("avx512", NN); }
+Test(isa_gemm, avx512_tn_small_wide) { small_wide("avx512", TN); }
+Test(isa_gemm, avx2_nt_small_wide) { small_wide("avx2", NT); }
+Test(isa_gemm, avx2_nn_small_wide) { small_wide("avx2", NN); }
+Test(isa_gemm, avx2_tn_small_wide) { small_wide("avx2", TN); }
+
 Test(isa_gemm, avx512_nt_small) { small_remainders("avx512", NT); }
 Test(isa_gemm, avx512_nn_small) { small_remainders("avx512", NN); }
 Test(isa_gemm, avx512_tn_small) { small_remainders("avx512", TN); }
@@ -140,16 +165,16 @@ Test(isa_gemm, avx2_nn_packed) { packed_remainders("avx2", NN); }
 Test(isa_gemm, avx2_tn_packed) { packed_remainders("avx2", TN); }
 
 // 1, 2 and 3 threads give bitwise the same C (threads split output tiles and
-// packing, never K).
-static void threads_bitwise(const char *isa)
+// packing, never K), on the packed path and on the threaded small path.
+static void threads_bitwise_at(const char *isa, int M, int N, int K)
 {
     const clef_kernels *k = isa_table_or_skip(isa);
-    int M = 157, N = 211, K = 700; // packed path, parallel (> 4e6 flops)
     uint64_t rng = 0x7d7du;
-    float *A = clef_test_falloc((size_t)K * 211), *B = clef_test_falloc((size_t)K * 211);
+    // A holds M·K floats and B N·K in every layout (ld = the stored width)
+    float *A = clef_test_falloc((size_t)M * K), *B = clef_test_falloc((size_t)N * K);
     float *C1 = clef_test_falloc((size_t)M * N), *Ct = clef_test_falloc((size_t)M * N);
-    clef_test_fill_uniform(A, (size_t)K * 211, -1, 1, &rng);
-    clef_test_fill_uniform(B, (size_t)K * 211, -1, 1, &rng);
+    clef_test_fill_uniform(A, (size_t)M * K, -1, 1, &rng);
+    clef_test_fill_uniform(B, (size_t)N * K, -1, 1, &rng);
     int saved = omp_get_max_threads();
     for (int lay = NT; lay <= TN; lay++) {
         clef_gemm_fn fn = gemm_of(k, (layout)lay);
@@ -167,6 +192,13 @@ static void threads_bitwise(const char *isa)
     }
     omp_set_num_threads(saved);
     free(A), free(B), free(C1), free(Ct);
+}
+
+static void threads_bitwise(const char *isa)
+{
+    threads_bitwise_at(isa, 157, 211, 700); // packed path (> 4e6 flops)
+    threads_bitwise_at(isa, 12, 211, 700);  // small path: few rows
+    threads_bitwise_at(isa, 600, 700, 12);  // small path: tn's short K
 }
 
 Test(isa_gemm, avx512_threads_bitwise) { threads_bitwise("avx512"); }

@@ -71,7 +71,7 @@ void clef_f32_gemm_nn_6x16__avx2(int M, int N, int K, const float *A, int lda,
     gemm_layout L = {0, 0};
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
-        gemm_rows_small(M, N, K, A, (size_t)lda, 1, B, ldb, C, ldc, accumulate);
+        gemm_rows_small_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 void clef_f32_gemm_tn_6x16__avx2(int M, int N, int K, const float *A, int lda,
@@ -81,5 +81,5 @@ void clef_f32_gemm_tn_6x16__avx2(int M, int N, int K, const float *A, int lda,
     gemm_layout L = {1, 0};
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
-        gemm_rows_small(M, N, K, A, 1, (size_t)lda, B, ldb, C, ldc, accumulate);
+        gemm_rows_small_tn(M, N, K, A, (size_t)lda, B, ldb, C, ldc, accumulate);
 }

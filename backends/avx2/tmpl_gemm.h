@@ -257,50 +257,97 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
 
 // ---- small shapes: no packing ----
 
-// C (M,N) [+]= A (M,K) · B (N,K)ᵀ as dot products, 4 columns at a time.
+// C (M,N) [+]= A (M,K) · B (N,K)ᵀ as dot products: tiles of R rows × NB
+// columns hold R·NB vector accumulators, so each group of NB rows of B is
+// read from memory once for every GEMM_DOT_R rows of A (the batch's few
+// option or question rows against a large weight: bandwidth-bound). Every
+// element sums K in VW-wide chunks, then the masked tail, then one
+// horizontal sum, whatever R, NB or the thread count.
+#define GEMM_DOT_R (VW >= 16 ? 6 : 2) // 6x4 = 24 zmm / 2x4 = 8 ymm accumulators
+#define GEMM_DOT(R, NB)                                                        \
+    static void dot_##R##x##NB(int K, const float *A, int lda, const float *B, \
+                               int ldb, float *C, int ldc, int accum)          \
+    {                                                                          \
+        vf s[R][NB];                                                           \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                    \
+            _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) s[r][c] =     \
+                vf_zero();                                                     \
+        int kv = K / VW * VW, kt = K - kv;                                     \
+        for (int k = 0; k < kv; k += VW) {                                     \
+            vf b[NB];                                                          \
+            _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) b[c] =        \
+                vf_load(B + (size_t)c * ldb + k);                              \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
+                vf a = vf_load(A + (size_t)r * lda + k);                       \
+                _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) s[r][c] = \
+                    vf_fma(a, b[c], s[r][c]);                                  \
+            }                                                                  \
+        }                                                                      \
+        if (kt) {                                                              \
+            vf b[NB];                                                          \
+            _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) b[c] =        \
+                vf_loadn(B + (size_t)c * ldb + kv, kt);                        \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
+                vf a = vf_loadn(A + (size_t)r * lda + kv, kt);                 \
+                _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) s[r][c] = \
+                    vf_fma(a, b[c], s[r][c]);                                  \
+            }                                                                  \
+        }                                                                      \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                    \
+            _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) {             \
+                float v = vf_hsum(s[r][c]);                                    \
+                float *cp = C + (size_t)r * ldc + c;                           \
+                *cp = accum ? *cp + v : v;                                     \
+            }                                                                  \
+    }
+GEMM_DOT(1, 4) GEMM_DOT(2, 4) GEMM_DOT(3, 4) GEMM_DOT(4, 4) GEMM_DOT(5, 4)
+GEMM_DOT(6, 4) GEMM_DOT(1, 1) GEMM_DOT(2, 1) GEMM_DOT(3, 1) GEMM_DOT(4, 1)
+GEMM_DOT(5, 1) GEMM_DOT(6, 1)
+typedef void (*gemm_dot_fn)(int K, const float *A, int lda, const float *B,
+                            int ldb, float *C, int ldc, int accum);
+static const gemm_dot_fn dot_x4[7] = {NULL,    dot_1x4, dot_2x4, dot_3x4,
+                                      dot_4x4, dot_5x4, dot_6x4};
+static const gemm_dot_fn dot_x1[7] = {NULL,    dot_1x1, dot_2x1, dot_3x1,
+                                      dot_4x1, dot_5x1, dot_6x1};
+
+static int gemm_threads(int M, int N, int K);
+
+// One group of up to 4 columns of C, every row.
+static void gemm_nt_group(int M, int K, const float *A, int lda,
+                          const float *B, int ldb, float *C, int ldc,
+                          int accum, int j, int nb)
+{
+    for (int i = 0; i < M; i += GEMM_DOT_R) {
+        int R = M - i < GEMM_DOT_R ? M - i : GEMM_DOT_R;
+        const float *a = A + (size_t)i * lda;
+        float *c = C + (size_t)i * ldc + j;
+        if (nb == 4) {
+            dot_x4[R](K, a, lda, B + (size_t)j * ldb, ldb, c, ldc, accum);
+            continue;
+        }
+        for (int jj = 0; jj < nb; jj++)
+            dot_x1[R](K, a, lda, B + (size_t)(j + jj) * ldb, ldb, c + jj, ldc,
+                      accum);
+    }
+}
+
+// Column groups are independent outputs: they split across threads once the
+// product is worth an OpenMP region.
 static void gemm_nt_small(int M, int N, int K, const float *A, int lda,
                           const float *B, int ldb, float *C, int ldc, int accum)
 {
-    int kv = K / VW * VW, kt = K - kv;
-    for (int i = 0; i < M; i++) {
-        const float *a = A + (size_t)i * lda;
-        float *c = C + (size_t)i * ldc;
-        int j = 0;
-        for (; j + 4 <= N; j += 4) {
-            const float *b0 = B + (size_t)j * ldb, *b1 = b0 + ldb,
-                        *b2 = b1 + ldb, *b3 = b2 + ldb;
-            vf s0 = vf_zero(), s1 = vf_zero(), s2 = vf_zero(), s3 = vf_zero();
-            for (int k = 0; k < kv; k += VW) {
-                vf av = vf_load(a + k);
-                s0 = vf_fma(av, vf_load(b0 + k), s0);
-                s1 = vf_fma(av, vf_load(b1 + k), s1);
-                s2 = vf_fma(av, vf_load(b2 + k), s2);
-                s3 = vf_fma(av, vf_load(b3 + k), s3);
-            }
-            if (kt) {
-                vf av = vf_loadn(a + kv, kt);
-                s0 = vf_fma(av, vf_loadn(b0 + kv, kt), s0);
-                s1 = vf_fma(av, vf_loadn(b1 + kv, kt), s1);
-                s2 = vf_fma(av, vf_loadn(b2 + kv, kt), s2);
-                s3 = vf_fma(av, vf_loadn(b3 + kv, kt), s3);
-            }
-            float r0 = vf_hsum(s0), r1 = vf_hsum(s1), r2 = vf_hsum(s2), r3 = vf_hsum(s3);
-            c[j] = accum ? c[j] + r0 : r0;
-            c[j + 1] = accum ? c[j + 1] + r1 : r1;
-            c[j + 2] = accum ? c[j + 2] + r2 : r2;
-            c[j + 3] = accum ? c[j + 3] + r3 : r3;
-        }
-        for (; j < N; j++) {
-            const float *b = B + (size_t)j * ldb;
-            vf s = vf_zero();
-            for (int k = 0; k < kv; k += VW)
-                s = vf_fma(vf_load(a + k), vf_load(b + k), s);
-            if (kt)
-                s = vf_fma(vf_loadn(a + kv, kt), vf_loadn(b + kv, kt), s);
-            float r = vf_hsum(s);
-            c[j] = accum ? c[j] + r : r;
-        }
+    const int ngrp = (N + 3) / 4;
+    const int nth = gemm_threads(M, N, K);
+    if (nth > 1 && ngrp > 1) {
+#pragma omp parallel for schedule(static) num_threads(nth)
+        for (int g = 0; g < ngrp; g++)
+            gemm_nt_group(M, K, A, lda, B, ldb, C, ldc, accum, 4 * g,
+                          N - 4 * g < 4 ? N - 4 * g : 4);
+        return;
     }
+    for (int g = 0; g < ngrp; g++)
+        gemm_nt_group(M, K, A, lda, B, ldb, C, ldc, accum, 4 * g,
+                      N - 4 * g < 4 ? N - 4 * g : 4);
 }
 
 // Small-shape row kernels: C rows [i, i + R) (R ≤ 8), columns [j, j + w)
@@ -436,6 +483,7 @@ static inline void gemm_st4n(float *p, __m128 x, int n)
 GEMM_ROWS_1V(1) GEMM_ROWS_1V(2) GEMM_ROWS_1V(3) GEMM_ROWS_1V(4)
 GEMM_ROWS_1V(5) GEMM_ROWS_1V(6) GEMM_ROWS_1V(7) GEMM_ROWS_1V(8)
 GEMM_ROWS_2V(1) GEMM_ROWS_2V(2) GEMM_ROWS_2V(3) GEMM_ROWS_2V(4)
+GEMM_ROWS_2V(5) GEMM_ROWS_2V(6) GEMM_ROWS_2V(7) GEMM_ROWS_2V(8)
 GEMM_ROWS_X4(1) GEMM_ROWS_X4(2) GEMM_ROWS_X4(3) GEMM_ROWS_X4(4)
 GEMM_ROWS_X4(5) GEMM_ROWS_X4(6) GEMM_ROWS_X4(7) GEMM_ROWS_X4(8)
 
@@ -448,17 +496,21 @@ static const gemm_rows_fn rows_1v[9] = {NULL,    rows_1v_1, rows_1v_2,
 static const gemm_rows_fn rows_x4[9] = {NULL,    rows_x4_1, rows_x4_2,
                                         rows_x4_3, rows_x4_4, rows_x4_5,
                                         rows_x4_6, rows_x4_7, rows_x4_8};
-static const gemm_rows_fn rows_2v[5] = {NULL, rows_2v_1, rows_2v_2, rows_2v_3,
-                                        rows_2v_4};
+static const gemm_rows_fn rows_2v[9] = {NULL,      rows_2v_1, rows_2v_2,
+                                        rows_2v_3, rows_2v_4, rows_2v_5,
+                                        rows_2v_6, rows_2v_7, rows_2v_8};
+// rows side by side in a two-vector row kernel: 2·R accumulators + 2 B
+// vectors + a broadcast must fit the register file (16 ymm, 32 zmm)
+#define GEMM_ROWS_2V_MAX (VW >= 16 ? 8 : 4)
 
 // C (M,N) [+]= Σ_k a(i,k) B[k] over all rows: 8-row blocks for one-vector
-// column chunks, 4-row blocks for two-vector chunks.
+// column chunks, GEMM_ROWS_2V_MAX-row blocks for two-vector chunks.
 // One block of up to 2·VW columns of C, every row.
 static void gemm_rows_block(int M, int K, const float *A, size_t sai,
                             size_t sak, const float *B, int ldb, float *C,
                             int ldc, int accum, int j, int w)
 {
-    int rb = w <= VW ? 8 : 4;
+    int rb = w <= VW ? 8 : GEMM_ROWS_2V_MAX;
     for (int i = 0; i < M; i += rb) {
         int R = M - i < rb ? M - i : rb;
         const float *a = A + i * sai;
@@ -489,6 +541,72 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
     for (int j = 0; j < N; j += 2 * VW)
         gemm_rows_block(M, K, A, sai, sak, B, ldb, C, ldc, accum, j,
                         N - j < 2 * VW ? N - j : 2 * VW);
+}
+
+// nn with few rows (the batch's rows against a large weight: dX = dY W):
+// B (K,N) is the large operand and is streamed row-major, GEMM_NN_KB rows at
+// a time (a few sequential streams the prefetchers follow, where one column
+// strip over all K would jump a row of B, a new page, at every step); the
+// small C (M,N) stays in cache and takes each block's partial sums. Threads
+// own contiguous column ranges; every element adds its K blocks in order.
+#ifndef GEMM_NN_KB
+#define GEMM_NN_KB 16
+#endif
+static void gemm_rows_small_nn(int M, int N, int K, const float *A, int lda,
+                               const float *B, int ldb, float *C, int ldc,
+                               int accum)
+{
+    const int nstrip = (N + 2 * VW - 1) / (2 * VW);
+    const int nth = gemm_threads(M, N, K);
+#pragma omp parallel num_threads(nth) if (nth > 1 && nstrip > 1)
+    {
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int s0 = (int)((long)nstrip * t / nt);
+        const int s1 = (int)((long)nstrip * (t + 1) / nt);
+        // column chunks whose C rows (M, nch) stay in L1 across K blocks
+        int cs = (int)(clef_cpu_l1d() / 2 / (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
+        cs = cs < 1 ? 1 : cs;
+        for (int c0 = s0; c0 < s1; c0 += cs) {
+            const int c1 = s1 - c0 < cs ? s1 : c0 + cs;
+            for (int k0 = 0; k0 < K; k0 += GEMM_NN_KB) {
+                const int kb = K - k0 < GEMM_NN_KB ? K - k0 : GEMM_NN_KB;
+                const int acc = accum || k0 > 0;
+                for (int st = c0; st < c1; st++) {
+                    int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
+                    for (int i = 0; i < M; i += GEMM_ROWS_2V_MAX) {
+                        int R = M - i < GEMM_ROWS_2V_MAX ? M - i : GEMM_ROWS_2V_MAX;
+                        (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
+                            kb, A + (size_t)i * lda + k0, (size_t)lda, 1,
+                            B + (size_t)k0 * ldb + j, ldb,
+                            C + (size_t)i * ldc + j, ldc, w, acc);
+                    }
+                }
+            }
+        }
+    }
+}
+
+// tn with a short reduction (the batch's rows: dW (M,N) += dYᵀ X): the
+// large operand is C itself, so it is walked row-major, a block of rows at a
+// time over every column (a column-strip walk would jump a whole row of C,
+// a new page, at every step). Row blocks are independent outputs and split
+// across threads; each element sums K in order in registers, then adds to C.
+static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
+                               const float *B, int ldb, float *C, int ldc,
+                               int accum)
+{
+    const int rb = GEMM_ROWS_2V_MAX, nblk = (M + rb - 1) / rb;
+    const int nth = gemm_threads(M, N, K);
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && nblk > 1)
+    for (int ib = 0; ib < nblk; ib++) {
+        int i = ib * rb, R = M - i < rb ? M - i : rb;
+        for (int j = 0; j < N; j += 2 * VW) {
+            int w = N - j < 2 * VW ? N - j : 2 * VW;
+            (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
+                K, A + i, 1, sak, B + j, ldb, C + (size_t)i * ldc + j, ldc, w,
+                accum);
+        }
+    }
 }
 
 // nt with a short reduction (K ≤ 32) and few columns: Bᵀ (K,N) goes to a

@@ -94,7 +94,7 @@ void clef_f32_gemm_nn_14x32__avx512(int M, int N, int K, const float *A, int lda
     CLEF_NARROW(N <= 8, clef_f32_gemm_nn_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
-        gemm_rows_small(M, N, K, A, (size_t)lda, 1, B, ldb, C, ldc, accumulate);
+        gemm_rows_small_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 void clef_f32_gemm_tn_14x32__avx512(int M, int N, int K, const float *A, int lda,
@@ -105,5 +105,5 @@ void clef_f32_gemm_tn_14x32__avx512(int M, int N, int K, const float *A, int lda
     CLEF_NARROW(N <= 8, clef_f32_gemm_tn_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
-        gemm_rows_small(M, N, K, A, 1, (size_t)lda, B, ldb, C, ldc, accumulate);
+        gemm_rows_small_tn(M, N, K, A, (size_t)lda, B, ldb, C, ldc, accumulate);
 }
