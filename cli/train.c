@@ -376,22 +376,14 @@ static void prune_checkpoints(const train_run *t)
     }
 }
 
-// The final checkpoint reloads into the same params, moments and step.
+// The final checkpoint reads back as the same params, moments and step
+// (compared tensor by tensor: no second head in memory).
 static int checkpoint_reloads(const train_run *t)
 {
     char path[PATH_MAX];
     ckpt_path(t, t->hd.step, path, sizeof(path));
-    clef_head h2;
-    memset(&h2, 0, sizeof(h2));
     clef_err e2;
-    if (clef_checkpoint_load(path, &h2, &e2))
-        return 0;
-    size_t n = t->hd.nparams * sizeof(float);
-    int same = h2.nparams == t->hd.nparams && h2.step == t->hd.step &&
-               !memcmp(h2.params, t->hd.params, n) &&
-               !memcmp(h2.m, t->hd.m, n) && !memcmp(h2.v, t->hd.v, n);
-    clef_head_free(&h2);
-    return same;
+    return clef_checkpoint_matches(path, &t->hd, &e2);
 }
 
 // The exported weights, reloaded, give the same logits bit for bit.

@@ -486,3 +486,43 @@ cleanup:
     clef_st_close(&f);
     return rc;
 }
+
+int clef_checkpoint_matches(const char *path, const clef_head *hd,
+                            clef_err *err)
+{
+    clef_st_file f;
+    if (clef_st_open(path, &f, err))
+        return 0;
+    int same = 0;
+    long step = 0;
+    clef_config c;
+    float *buf = NULL;
+    if (!is_checkpoint(&f) || parse_step(&f, &step, err) ||
+        step != hd->step || config_of_file(&f, hd->cfg.h, &c, err) ||
+        !config_equal(&c, &hd->cfg))
+        goto out;
+    size_t maxn = 1;
+    for (int i = 0; i < hd->ntensors; i++)
+        if (hd->tensors[i].numel > maxn)
+            maxn = hd->tensors[i].numel;
+    if (!(buf = malloc(maxn * sizeof(float))))
+        goto out;
+    static const char *const prefixes[] = {"", PREFIX_M, PREFIX_V};
+    const float *const sets[] = {hd->params, hd->m, hd->v};
+    char name[CLEF_NAME_MAX + 16];
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < hd->ntensors; i++) {
+            const clef_tensor_info *ti = &hd->tensors[i];
+            const clef_st_tensor *t;
+            snprintf(name, sizeof(name), "%s%s", prefixes[p], ti->name);
+            if (check_tensor(&f, ti, name, &t, err) ||
+                clef_st_read_f32(&f, t, buf, 1, err) ||
+                memcmp(buf, sets[p] + ti->offset, ti->numel * sizeof(float)))
+                goto out;
+        }
+    same = f.ntensors == 3 * hd->ntensors;
+out:
+    free(buf);
+    clef_st_close(&f);
+    return same;
+}

@@ -27,6 +27,13 @@ int clef_checkpoint_save(const char *path, const clef_head *hd,
                          const clef_st_meta *extra, int nextra, clef_err *err);
 int clef_checkpoint_load(const char *path, clef_head *hd, clef_err *err);
 
+// 1 when the checkpoint at path holds exactly hd's step, head, params and
+// moments (bit for bit, no other tensors), else 0. Reads one tensor at a
+// time into a scratch buffer: no second head is allocated, so checking a
+// run's final checkpoint costs one file's worth of memory, not a head.
+int clef_checkpoint_matches(const char *path, const clef_head *hd,
+                            clef_err *err);
+
 // The head configuration as the JSON object of FORMATS.md ("hidden_size", ...).
 char *clef_config_to_json(const clef_config *c); // malloc'd
 #endif

@@ -616,6 +616,42 @@ Test(weights, checkpoint_round_trip)
     tp_rmdir(dir);
 }
 
+// The end-of-run check: a checkpoint matches its head bit for bit, and one
+// flipped bit in params, m or v, another step, or a plain weights file does not.
+Test(weights, checkpoint_matches_exactly)
+{
+    clef_head a;
+    head_with_moments(&a, 22);
+    char *dir = tmpdir_new();
+    char *p = path_in(dir, "checkpoint-17.safetensors");
+    char *w = path_in(dir, "weights.safetensors");
+    clef_err err = {0};
+    cr_assert_eq(clef_checkpoint_save(p, &a, NULL, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_weights_save(w, &a, NULL, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 1);
+    cr_assert_eq(clef_checkpoint_matches(w, &a, &err), 0, "weights file matched");
+    float *sets[3] = {a.params, a.m, a.v};
+    size_t last = a.nparams - 1;
+    for (int s = 0; s < 3; s++) {
+        uint32_t bits;
+        memcpy(&bits, &sets[s][last], 4);
+        bits ^= 1u;
+        memcpy(&sets[s][last], &bits, 4);
+        cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 0,
+                     "set %d: one flipped bit matched", s);
+        bits ^= 1u;
+        memcpy(&sets[s][last], &bits, 4);
+    }
+    a.step = 18;
+    cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 0, "another step matched");
+    a.step = 17;
+    cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 1);
+    clef_head_free(&a);
+    free(p);
+    free(w);
+    tp_rmdir(dir);
+}
+
 Test(weights, checkpoint_rejections)
 {
     clef_head a;
