@@ -463,19 +463,19 @@ static inline void gemm_st4n(float *p, __m128 x, int n)
                             int accum)                                         \
     {                                                                          \
         vf s0[R], s1[R];                                                       \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) s0[r] = s1[r] =    \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s0[r] = s1[r] =    \
             vf_zero();                                                         \
         for (int k = 0; k < K; k++) {                                          \
             const float *bk = B + (size_t)k * ldb;                             \
             vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);                  \
             const float *a = A + k * sak;                                      \
-            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {              \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
                 vf ar = vf_set1(a[r * sai]);                                   \
                 s0[r] = vf_fma(ar, b0, s0[r]);                                 \
                 s1[r] = vf_fma(ar, b1, s1[r]);                                 \
             }                                                                  \
         }                                                                      \
-        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                  \
             rs_st(C + (size_t)r * ldc, s0[r], VW, accum);                      \
             rs_st(C + (size_t)r * ldc + VW, s1[r], w - VW, accum);             \
         }                                                                      \
@@ -552,37 +552,51 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
 #ifndef GEMM_NN_KB
 #define GEMM_NN_KB 16
 #endif
+// Column strips [s0, s1) of a few-row nn: B block by block, C chunks in L1.
+static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
+                                const float *B, int ldb, float *C, int ldc,
+                                int accum, int s0, int s1)
+{
+    // column chunks whose C rows (M, chunk) stay in L1 across K blocks
+    int cs = (int)(clef_cpu_l1d() / 2 / (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
+    cs = cs < 1 ? 1 : cs;
+    for (int c0 = s0; c0 < s1; c0 += cs) {
+        const int c1 = s1 - c0 < cs ? s1 : c0 + cs;
+        for (int k0 = 0; k0 < K; k0 += GEMM_NN_KB) {
+            const int kb = K - k0 < GEMM_NN_KB ? K - k0 : GEMM_NN_KB;
+            const int acc = accum || k0 > 0;
+            for (int st = c0; st < c1; st++) {
+                int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
+                for (int i = 0; i < M; i += GEMM_ROWS_2V_MAX) {
+                    int R = M - i < GEMM_ROWS_2V_MAX ? M - i : GEMM_ROWS_2V_MAX;
+                    (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
+                        kb, A + (size_t)i * lda + k0, (size_t)lda, 1,
+                        B + (size_t)k0 * ldb + j, ldb,
+                        C + (size_t)i * ldc + j, ldc, w, acc);
+                }
+            }
+        }
+    }
+}
+
+// Threads own contiguous strip ranges; small products never enter an OpenMP
+// region (its cost is ~1 µs).
 static void gemm_rows_small_nn(int M, int N, int K, const float *A, int lda,
                                const float *B, int ldb, float *C, int ldc,
                                int accum)
 {
     const int nstrip = (N + 2 * VW - 1) / (2 * VW);
     const int nth = gemm_threads(M, N, K);
-#pragma omp parallel num_threads(nth) if (nth > 1 && nstrip > 1)
+    if (nth <= 1 || nstrip <= 1) {
+        gemm_rows_nn_strips(M, N, K, A, lda, B, ldb, C, ldc, accum, 0, nstrip);
+        return;
+    }
+#pragma omp parallel num_threads(nth)
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        const int s0 = (int)((long)nstrip * t / nt);
-        const int s1 = (int)((long)nstrip * (t + 1) / nt);
-        // column chunks whose C rows (M, nch) stay in L1 across K blocks
-        int cs = (int)(clef_cpu_l1d() / 2 / (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
-        cs = cs < 1 ? 1 : cs;
-        for (int c0 = s0; c0 < s1; c0 += cs) {
-            const int c1 = s1 - c0 < cs ? s1 : c0 + cs;
-            for (int k0 = 0; k0 < K; k0 += GEMM_NN_KB) {
-                const int kb = K - k0 < GEMM_NN_KB ? K - k0 : GEMM_NN_KB;
-                const int acc = accum || k0 > 0;
-                for (int st = c0; st < c1; st++) {
-                    int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
-                    for (int i = 0; i < M; i += GEMM_ROWS_2V_MAX) {
-                        int R = M - i < GEMM_ROWS_2V_MAX ? M - i : GEMM_ROWS_2V_MAX;
-                        (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
-                            kb, A + (size_t)i * lda + k0, (size_t)lda, 1,
-                            B + (size_t)k0 * ldb + j, ldb,
-                            C + (size_t)i * ldc + j, ldc, w, acc);
-                    }
-                }
-            }
-        }
+        gemm_rows_nn_strips(M, N, K, A, lda, B, ldb, C, ldc, accum,
+                            (int)((long)nstrip * t / nt),
+                            (int)((long)nstrip * (t + 1) / nt));
     }
 }
 
@@ -591,22 +605,38 @@ static void gemm_rows_small_nn(int M, int N, int K, const float *A, int lda,
 // time over every column (a column-strip walk would jump a whole row of C,
 // a new page, at every step). Row blocks are independent outputs and split
 // across threads; each element sums K in order in registers, then adds to C.
+// Rows of a short-K tn side by side: 8 when C is one vector wide (rows_1v),
+// else as many as the two-vector kernel holds in registers.
+static int gemm_tn_rows(int N) { return N <= VW ? 8 : GEMM_ROWS_2V_MAX; }
+
+// Row block ib (gemm_tn_rows(N) rows) of a short-K tn, every column.
+static void gemm_rows_tn_block(int M, int N, int K, const float *A, size_t sak,
+                               const float *B, int ldb, float *C, int ldc,
+                               int accum, int ib)
+{
+    const int rb = gemm_tn_rows(N), i = ib * rb, R = M - i < rb ? M - i : rb;
+    for (int j = 0; j < N; j += 2 * VW) {
+        int w = N - j < 2 * VW ? N - j : 2 * VW;
+        (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
+            K, A + i, 1, sak, B + j, ldb, C + (size_t)i * ldc + j, ldc, w,
+            accum);
+    }
+}
+
 static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
                                const float *B, int ldb, float *C, int ldc,
                                int accum)
 {
-    const int rb = GEMM_ROWS_2V_MAX, nblk = (M + rb - 1) / rb;
+    const int nblk = (M + gemm_tn_rows(N) - 1) / gemm_tn_rows(N);
     const int nth = gemm_threads(M, N, K);
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1 && nblk > 1)
-    for (int ib = 0; ib < nblk; ib++) {
-        int i = ib * rb, R = M - i < rb ? M - i : rb;
-        for (int j = 0; j < N; j += 2 * VW) {
-            int w = N - j < 2 * VW ? N - j : 2 * VW;
-            (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
-                K, A + i, 1, sak, B + j, ldb, C + (size_t)i * ldc + j, ldc, w,
-                accum);
-        }
+    if (nth <= 1 || nblk <= 1) {
+        for (int ib = 0; ib < nblk; ib++)
+            gemm_rows_tn_block(M, N, K, A, sak, B, ldb, C, ldc, accum, ib);
+        return;
     }
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (int ib = 0; ib < nblk; ib++)
+        gemm_rows_tn_block(M, N, K, A, sak, B, ldb, C, ldc, accum, ib);
 }
 
 // nt with a short reduction (K ≤ 32) and few columns: Bᵀ (K,N) goes to a
