@@ -82,6 +82,7 @@ typedef struct clef_bench_opts {
     int batch;            // --train: records per update (--batch, 1)
     int questions;        // --train: questions per record (0: the shape's)
     int options;          // --train: options per question (0: the shape's)
+    int scaling;          // --train --scaling N: 1 vs N threads (0: off)
 } clef_bench_opts;
 void clef_bench_opts_default(clef_bench_opts *o); // seed 1, timed, 0.05 s, 1000
 

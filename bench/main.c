@@ -18,6 +18,7 @@ typedef struct json_t json_t;
 #include "bench_tune.h" // --tune, libs line (issue 6)
 #include "harness.h"
 #include "scheduler/cpu.h"
+#include "scheduler/threads.h"
 
 #define MAX_SEL 64
 
@@ -28,7 +29,7 @@ typedef struct bench_args {
     int nops;
     const clef_bench_shape *shapes[MAX_SEL];
     int nshapes;
-    int threads; // 0: leave OpenMP's default
+    int threads; // 0: the rules of scheduler/threads.c
     const char *json;
     int train, list;
     clef_bench_opts opts;
@@ -42,12 +43,16 @@ static void usage(FILE *f)
             "                  [--json FILE] [--train] [--list]\n"
             "                  [--budget SECONDS=0.05] [--no-time] [--batch B=1]\n"
             "                  [--questions Q] [--options N]  (--train geometry)\n"
+            "                  [--scaling N]  (--train: 1 vs N threads)\n"
             "\n"
             "Checks each backend's kernels against the scalar reference on the\n"
             "head's shapes and the edge battery, then times them. --backend,\n"
             "--op and --shape take one name, a comma-separated list or all;\n"
             "--shape also takes a group (tiny, fixture, mid, released, edge).\n"
-            "--train times whole training updates per backend and shape.\n"
+            "--train times whole training updates per backend and shape;\n"
+            "with --scaling N it alternates updates on 1 and N threads, and\n"
+            "oneDNN sgemm calls on 1 and N threads as the machine's own\n"
+            "scaling in the same window, and reports both speedups.\n"
             "--list prints the backends, ops and shapes. --budget is the time\n"
             "spent timing each row; --no-time only checks.\n"
             "Exit: 0 all passed or skipped, 1 a FAIL or MISTRUSTED, 2 bad usage.\n"
@@ -206,6 +211,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
                                                strcmp(f, "--json") == 0 ||
                                                strcmp(f, "--budget") == 0 ||
                                                strcmp(f, "--batch") == 0 ||
+                                               strcmp(f, "--scaling") == 0 ||
                                                strcmp(f, "--questions") == 0 ||
                                                strcmp(f, "--options") == 0)
                                           ? "needs a value"
@@ -240,6 +246,12 @@ static int parse_args(int argc, char **argv, bench_args *a)
             if (x != (int)x)
                 return bad_usage(f, "'%s' must be a whole number", v);
             *(strcmp(f, "--questions") == 0 ? &a->opts.questions : &a->opts.options) = (int)x;
+        } else if (strcmp(f, "--scaling") == 0) {
+            if (parse_number(f, v, 2, 4096, &x))
+                return 2;
+            if (x != (int)x)
+                return bad_usage(f, "'%s' must be a whole number", v);
+            a->opts.scaling = (int)x;
         } else if (strcmp(f, "--batch") == 0) {
             if (parse_number(f, v, 1, 1024, &x))
                 return 2;
@@ -256,6 +268,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         (rc = parse_list("--op", op, a, add_op)) ||
         (rc = parse_list("--shape", shape, a, add_shape)))
         return rc;
+    if (a->opts.scaling && !a->train)
+        return bad_usage("--scaling", "%s", "needs --train");
 #if CLEF_MINIMAL
     if (a->train || a->json) {
         fprintf(stderr, "clef-bench: %s: not available in this build "
@@ -495,8 +509,8 @@ int main(int argc, char **argv)
         print_list();
         return 0;
     }
-    if (a.threads > 0)
-        omp_set_num_threads(a.threads);
+    // the CLI's thread count and core binding (scheduler/threads.c)
+    clef_threads_setup(a.threads);
 
     tally t = {0, 0, 0};
     int json_failed = 0;

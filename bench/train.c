@@ -5,6 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <dnnl.h>
+#include <omp.h>
+
 #include "bench.h"
 #include "head.h"
 
@@ -120,61 +123,99 @@ static void row(const clef_backend *b, const clef_bench_shape *s,
     json_array_append_new(rows, o);
 }
 
+// A fresh head, B synthetic records of the shape and a workspace for them.
+typedef struct train_setup {
+    clef_config cfg;
+    clef_head hd;
+    int B, have_head;
+    clef_record *rec;
+    const clef_record **batch;
+    float **E;
+    clef_ws *ws;
+    clef_train_opts to;
+} train_setup;
+
+static void setup_free(train_setup *t)
+{
+    clef_ws_free(t->ws);
+    for (int i = 0; t->rec && i < t->B; i++) {
+        clef_record_free(&t->rec[i]);
+        free(t->E[i]);
+    }
+    free(t->rec);
+    free(t->batch);
+    free(t->E);
+    if (t->have_head)
+        clef_head_free(&t->hd);
+}
+
+// 0, or -1 with the reason in why (t is freed then).
+static int setup_make(const clef_backend *b, const clef_bench_shape *s,
+                      const clef_bench_opts *o, train_setup *t, char *why,
+                      size_t nwhy)
+{
+    enum { BMAX = 1024 };
+    clef_err err = {0};
+    memset(t, 0, sizeof(*t));
+    t->cfg = (clef_config){.d = s->d, .w = s->w, .h = s->h, .f = s->f,
+                           .R = TRAIN_R, .L = TRAIN_L};
+    t->B = o->batch < 1 ? 1 : (o->batch > BMAX ? BMAX : o->batch);
+    t->rec = calloc(t->B, sizeof(*t->rec));
+    t->batch = calloc(t->B, sizeof(*t->batch));
+    t->E = calloc(t->B, sizeof(*t->E));
+    if (!t->rec || !t->batch || !t->E) {
+        snprintf(why, nwhy, "out of memory");
+        goto fail;
+    }
+    if (clef_head_alloc(&t->hd, &t->cfg, &err) != 0) {
+        snprintf(why, nwhy, "head: %s", err.msg);
+        goto fail;
+    }
+    t->have_head = 1;
+    clef_head_init_random(&t->hd, o->seed);
+    // B records of the shape (different draws), one packed batch per update
+    for (int i = 0; i < t->B; i++) {
+        t->batch[i] = &t->rec[i];
+        if (make_record(s, o, (o->seed ^ 0x5eed) + 7919 * (uint64_t)i,
+                        &t->rec[i], &t->E[i]) != 0 ||
+            clef_record_prepare(b->table, &t->rec[i], t->E[i], TRAIN_V,
+                                &err) != 0) {
+            snprintf(why, nwhy, "setup: %s",
+                     err.msg[0] ? err.msg : "out of memory");
+            goto fail;
+        }
+    }
+    clef_ws_limits lim;
+    clef_ws_limits_for(t->rec, t->B, t->B, &lim);
+    if (!(t->ws = clef_ws_create_limits(&t->cfg, &lim))) {
+        snprintf(why, nwhy, "setup: out of memory");
+        goto fail;
+    }
+    clef_train_opts_default(&t->to);
+    return 0;
+fail:
+    setup_free(t);
+    return -1;
+}
+
+static double setup_step(train_setup *t, const clef_backend *b)
+{
+    return clef_train_step(b->table, &t->hd, t->batch, t->B, t->ws, &t->to);
+}
+
 // One backend at one geometry. Returns 0 PASS, 1 FAIL.
 static int train_one(const clef_backend *b, const clef_bench_shape *s,
                      const clef_bench_opts *o, json_t *rows)
 {
-    clef_config cfg = {.d = s->d, .w = s->w, .h = s->h, .f = s->f,
-                       .R = TRAIN_R, .L = TRAIN_L};
-    enum { BMAX = 1024 };
-    const int B = o->batch < 1 ? 1 : (o->batch > BMAX ? BMAX : o->batch);
-    clef_head hd;
-    clef_record *rec = calloc(B, sizeof(*rec));
-    const clef_record **batch = calloc(B, sizeof(*batch));
-    float **E = calloc(B, sizeof(*E));
-    clef_ws *ws = NULL;
-    clef_err err = {0};
-    int failed = 1;
+    train_setup t;
     char why[1100];
-    if (!rec || !batch || !E) {
-        free(rec);
-        free(batch);
-        free(E);
-        row(b, s, "FAIL", "out of memory", 0, 0, 0, 0, rows);
-        return 1;
-    }
-    if (clef_head_alloc(&hd, &cfg, &err) != 0) {
-        snprintf(why, sizeof why, "head: %s", err.msg);
+    if (setup_make(b, s, o, &t, why, sizeof why) != 0) {
         row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
-        free(rec);
-        free(batch);
-        free(E);
         return 1;
     }
-    clef_head_init_random(&hd, o->seed);
-    // B records of the shape (different draws), one packed batch per update
-    for (int i = 0; i < B; i++) {
-        batch[i] = &rec[i];
-        if (make_record(s, o, (o->seed ^ 0x5eed) + 7919 * (uint64_t)i, &rec[i],
-                        &E[i]) != 0 ||
-            clef_record_prepare(b->table, &rec[i], E[i], TRAIN_V, &err) != 0) {
-            snprintf(why, sizeof why, "setup: %s",
-                     err.msg[0] ? err.msg : "out of memory");
-            row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
-            goto cleanup;
-        }
-    }
-    clef_ws_limits lim;
-    clef_ws_limits_for(rec, B, B, &lim);
-    if (!(ws = clef_ws_create_limits(&cfg, &lim))) {
-        row(b, s, "FAIL", "setup: out of memory", 0, 0, 0, 0, rows);
-        goto cleanup;
-    }
-    clef_train_opts to;
-    clef_train_opts_default(&to);
-
+    int failed = 1;
     // Warm-up update (also the first loss), then updates until the budget.
-    double loss = clef_train_step(b->table, &hd, batch, B, ws, &to);
+    double loss = setup_step(&t, b);
     if (!isfinite(loss)) {
         snprintf(why, sizeof why, "loss of the first update is %g", loss);
         row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
@@ -183,7 +224,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     int reps = 0;
     double t0 = now_s(), spent = 0.0;
     do {
-        double l = clef_train_step(b->table, &hd, batch, B, ws, &to);
+        double l = setup_step(&t, b);
         reps++;
         spent = now_s() - t0;
         if (!isfinite(l)) {
@@ -194,19 +235,134 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     } while (!(spent >= o->budget_s && (reps >= 3 || spent / reps > o->budget_s)));
     double per = spent / reps;
     // GEMM and attention work of the update (core/flops.c)
-    double gf = clef_update_flops(&cfg, batch, B) / per * 1e-9;
+    double gf = clef_update_flops(&t.cfg, t.batch, t.B) / per * 1e-9;
     row(b, s, "PASS", NULL, 1.0 / per, gf, reps, loss, rows);
     failed = 0;
 cleanup:
-    clef_ws_free(ws);
-    for (int i = 0; i < B; i++) {
-        clef_record_free(&rec[i]);
-        free(E[i]);
+    setup_free(&t);
+    return failed;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The control: oneDNN's sgemm of the update's memory projection, X Wᵀ
+// (B·T, w, d), the shape that dominates the update's work.
+typedef struct control_gemm {
+    int M, N, K;
+    float *X, *W, *C;
+} control_gemm;
+
+static int control_make(const train_setup *t, control_gemm *g)
+{
+    g->M = t->rec[0].T * t->B, g->N = t->cfg.w, g->K = t->cfg.d;
+    g->X = malloc(sizeof(float) * (size_t)g->M * g->K);
+    g->W = malloc(sizeof(float) * (size_t)g->N * g->K);
+    g->C = malloc(sizeof(float) * (size_t)g->M * g->N);
+    if (!g->X || !g->W || !g->C)
+        return -1;
+    for (size_t i = 0; i < (size_t)g->M * g->K; i++)
+        g->X[i] = (float)(i % 13) * 0.01f;
+    for (size_t i = 0; i < (size_t)g->N * g->K; i++)
+        g->W[i] = (float)(i % 7) * 0.01f;
+    return 0;
+}
+
+static double control_time(const control_gemm *g)
+{
+    double t0 = now_s();
+    dnnl_sgemm('N', 'T', g->M, g->N, g->K, 1.0f, g->X, g->K, g->W, g->K,
+               0.0f, g->C, g->N);
+    return now_s() - t0;
+}
+
+static void control_free(control_gemm *g)
+{
+    free(g->X), free(g->W), free(g->C);
+}
+
+// --scaling N: updates on 1 and N threads, alternating round by round so
+// both see the same machine, and the control sgemm alternating the same way:
+// on a shared machine the capacity of N threads drifts, and the control says
+// what N threads could give in that window. Returns 0 PASS, 1 FAIL.
+static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
+                       const clef_bench_opts *o, json_t *rows)
+{
+    enum { MAXR = 256 };
+    const int nt[2] = {1, o->scaling}, saved = omp_get_max_threads();
+    train_setup t;
+    control_gemm g = {0};
+    char why[1100], what[64];
+    snprintf(what, sizeof what, "1 vs %d threads", o->scaling);
+    if (setup_make(b, s, o, &t, why, sizeof why) != 0) {
+        printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name,
+               "train_scaling", s->name, what, why);
+        return 1;
     }
-    free(rec);
-    free(batch);
-    free(E);
-    clef_head_free(&hd);
+    int failed = 1, rounds = 0;
+    double upd[2][MAXR], ctl[2][MAXR];
+    if (control_make(&t, &g) != 0) {
+        snprintf(why, sizeof why, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < 2; k++) { // warm-up: first-touch, packing buffers
+        omp_set_num_threads(nt[k]);
+        (void)setup_step(&t, b);
+        (void)control_time(&g);
+    }
+    double t0 = now_s();
+    while (rounds < MAXR && (rounds < 3 || now_s() - t0 < o->budget_s)) {
+        for (int k = 0; k < 2; k++) {
+            omp_set_num_threads(nt[k]);
+            double u0 = now_s(), l = setup_step(&t, b);
+            upd[k][rounds] = now_s() - u0;
+            ctl[k][rounds] = control_time(&g);
+            if (!isfinite(l)) {
+                snprintf(why, sizeof why, "loss of a timed update is %g", l);
+                goto out;
+            }
+        }
+        rounds++;
+    }
+    double u1 = median(upd[0], rounds), un = median(upd[1], rounds);
+    double c1 = median(ctl[0], rounds), cn = median(ctl[1], rounds);
+    printf("%-7s %-16s %-10s %-36s PASS       %.2fx (%.4g -> %.4g updates/s, "
+           "medians of %d alternating rounds); oneDNN sgemm %dx%dx%d in the "
+           "same window %.2fx\n",
+           b->name, "train_scaling", s->name, what, u1 / un, 1.0 / u1,
+           1.0 / un, rounds, g.M, g.N, g.K, c1 / cn);
+    fflush(stdout);
+    if (rows) {
+        json_t *r = json_object();
+        json_object_set_new(r, "backend", json_string(b->name));
+        json_object_set_new(r, "op", json_string("train_scaling"));
+        json_object_set_new(r, "shape", json_string(s->name));
+        json_object_set_new(r, "verdict", json_string("PASS"));
+        json_object_set_new(r, "threads", json_integer(o->scaling));
+        json_object_set_new(r, "rounds", json_integer(rounds));
+        json_object_set_new(r, "updates_per_s_1", json_real(1.0 / u1));
+        json_object_set_new(r, "updates_per_s_n", json_real(1.0 / un));
+        json_object_set_new(r, "speedup", json_real(u1 / un));
+        json_object_set_new(r, "control_speedup", json_real(c1 / cn));
+        json_array_append_new(rows, r);
+    }
+    failed = 0;
+out:
+    if (failed)
+        printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name,
+               "train_scaling", s->name, what, why);
+    omp_set_num_threads(saved);
+    control_free(&g);
+    setup_free(&t);
     return failed;
 }
 
@@ -228,6 +384,12 @@ void clef_bench_train(const clef_backend *const *backends, int nbackends,
                 continue;
             }
             if (train_one(b, s, o, rows) != 0)
+                (*failed)++;
+            else
+                (*passed)++;
+            if (!o->scaling)
+                continue;
+            if (scaling_one(b, s, o, rows) != 0)
                 (*failed)++;
             else
                 (*passed)++;

@@ -7,9 +7,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include "../bench/harness.h"
+#include "util_package.h"
 
 // ---- broken kernels: the scalar reference, then one deliberate fault ----
 static void gemm_nt_plus_one(int M, int N, int K, const float *A, int lda,
@@ -338,4 +341,43 @@ Test(bench_harness, the_program_ends_with_the_counts_and_exits_by_verdict)
     cr_assert_eq(run_cli("--backend nosuch", last, sizeof last), 2);
     cr_assert_eq(run_cli("--shape huge", last, sizeof last), 2);
     cr_assert_eq(run_cli("--threads 0", last, sizeof last), 2);
+}
+
+// --train --scaling N: a measured row per backend and shape with both
+// speedups (clef's and the control sgemm's) from at least 3 rounds; the flag
+// is refused without --train or below 2 threads.
+Test(bench_harness, train_scaling_reports_both_speedups)
+{
+    char last[1024], args[512];
+    char *dir = tp_tmpdir();
+    snprintf(args, sizeof args,
+             "--train --backend scalar --shape tiny --scaling 2 --budget 0 "
+             "--json %s/bench.json",
+             dir);
+    cr_assert_eq(run_cli(args, last, sizeof last), 0);
+    cr_assert_str_eq(last, "2 passed, 0 failed, 0 skipped\n");
+    snprintf(args, sizeof args, "%s/bench.json", dir);
+    json_error_t je;
+    json_t *doc = json_load_file(args, 0, &je);
+    cr_assert_not_null(doc, "%s", je.text);
+    json_t *rows = json_object_get(doc, "rows"), *r = NULL;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *x = json_array_get(rows, i);
+        if (!strcmp(json_string_value(json_object_get(x, "op")), "train_scaling"))
+            r = x;
+    }
+    cr_assert_not_null(r, "no train_scaling row");
+    cr_assert_eq(json_integer_value(json_object_get(r, "threads")), 2);
+    cr_assert_geq(json_integer_value(json_object_get(r, "rounds")), 3);
+    double sp = json_real_value(json_object_get(r, "speedup"));
+    double cs = json_real_value(json_object_get(r, "control_speedup"));
+    double u1 = json_real_value(json_object_get(r, "updates_per_s_1"));
+    double un = json_real_value(json_object_get(r, "updates_per_s_n"));
+    cr_assert(sp > 0 && cs > 0 && u1 > 0 && un > 0, "speedup %g control %g", sp,
+              cs);
+    cr_assert_float_eq(sp, un / u1, 1e-9 * sp);
+    json_decref(doc);
+    tp_rmdir(dir);
+    cr_assert_eq(run_cli("--scaling 2", last, sizeof last), 2);
+    cr_assert_eq(run_cli("--train --scaling 1", last, sizeof last), 2);
 }
