@@ -247,3 +247,18 @@ Test(batch, weights_identical_for_any_thread_count_avx512)
 {
     check_thread_invariance("avx512");
 }
+
+Test(batch, weights_identical_for_any_thread_count_onednn)
+{
+    check_thread_invariance("onednn");
+}
+
+Test(batch, weights_identical_for_any_thread_count_blis)
+{
+    check_thread_invariance("blis");
+}
+
+Test(batch, weights_identical_for_any_thread_count_auto)
+{
+    check_thread_invariance("auto");
+}
