@@ -8,17 +8,23 @@
 #include <omp.h>
 
 #include "blis_backend.h"
+#include "scheduler/cpu.h"
 
 #define SUP_MAX_FLOPS 2097152.0 // 2^21: the "small" shape class (tune.h)
 // Below 2^18 flops a team of threads costs more than it saves (measured on
 // Zen 4: 32x32x64 is faster on 1 thread, 64x64x64 on 2).
 #define SERIAL_FLOPS 262144.0
 
+// OpenMP's count, capped at the hardware threads: BLIS's barriers spin, so
+// an oversubscribed team (--threads 8 on 2 cores) waits for descheduled
+// threads at every barrier (the thread-invariance test ran 60x slower).
+// BLIS splits a GEMM's output, never its K, so the cap changes no result.
 int clef_blis_call_threads(double flops)
 {
     if (omp_in_parallel() || flops < SERIAL_FLOPS)
         return 1;
-    return omp_get_max_threads();
+    int n = omp_get_max_threads(), pus = clef_cpu_get()->pus;
+    return pus > 0 && n > pus ? pus : n;
 }
 
 static void gemm_blis(int M, int N, int K, const float *A, inc_t rsa,
