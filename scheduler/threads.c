@@ -1,4 +1,5 @@
 #include "threads.h"
+#include "cpu.h"
 
 #ifdef CLEF_HAVE_HWLOC // off in CLEF_MINIMAL builds (aarch64 cross)
 #include <hwloc.h>
@@ -101,6 +102,13 @@ int clef_threads_setup(int requested)
     omp_set_num_threads(n);
     if (verbose())
         fprintf(stderr, "clef: threads %d (from %s)\n", n, src);
+    // honoured, but said: every barrier then waits on a descheduled thread
+    int pus = clef_cpu_get()->pus;
+    if (pus > 0 && n > pus)
+        fprintf(stderr,
+                "clef: %d threads (from %s) on %d hardware threads: "
+                "oversubscribed, slower; results are the same\n",
+                n, src, pus);
     bind_threads(n);
     return n;
 }

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "weights.h"
+#include "scheduler/cpu.h"
 #include "util_package.h"
 
 #define GOLDEN_DIR CLEF_TEST_DATA "/golden/tiny"
@@ -615,9 +616,11 @@ Test(cli, broken_catalogue, .timeout = 120)
 }
 
 // With a fixed backend the bits do not depend on --threads (CLI.md); without
-// a terminal no progress bar is drawn (stderr stays empty).
+// a terminal no progress bar is drawn (stderr stays empty). More threads than
+// the hardware has give the same bits and one warning line.
 Test(cli, threads_do_not_change_bits, .timeout = 60)
 {
+    const int over = clef_cpu_get()->pus + 1;
     char *dir = tp_tmpdir();
     char *pkg = file_in(dir, "pkg");
     cr_assert_eq(tp_clef(dir, "fixture --out %s --records 4 --positions 24 "
@@ -639,6 +642,17 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
         }
         cr_expect(same_file(w[0], w[1]), "%s: --threads 1 and 2 differ",
                   backends[b]);
+        char run[1100], wo[1200];
+        snprintf(run, sizeof(run), "%s/%s-over", dir, backends[b]);
+        int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s "
+                              "--epochs 2 --batch 2 --backend %s --threads %d",
+                         pkg, run, backends[b], over);
+        cr_assert_eq(rc, 0, "%s", err_of(dir));
+        cr_expect(strstr(err_of(dir), "oversubscribed") != NULL,
+                  "--threads %d: no warning in \"%s\"", over, err_of(dir));
+        snprintf(wo, sizeof(wo), "%s/weights.safetensors", run);
+        cr_expect(same_file(w[0], wo), "%s: --threads 1 and %d differ",
+                  backends[b], over);
     }
     tp_rmdir(dir);
 }
