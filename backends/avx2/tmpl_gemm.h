@@ -165,10 +165,13 @@ static inline void gemm_tile(int kc, const float *Ap, const float *Bp, float *C,
                 accum ? C[(size_t)i * ldc + j] + t[i * GEMM_NR + j] : t[i * GEMM_NR + j];
 }
 
+// Threads for one product: 1 below 4 MFLOP, and 1 inside an enclosing
+// region (the records' attentions run one per thread; a nested region would
+// be a team of one, which libgomp allocates).
 static int gemm_threads(int M, int N, int K)
 {
     double flops = 2.0 * M * N * K;
-    if (flops < 4e6)
+    if (flops < 4e6 || omp_in_parallel())
         return 1;
     return omp_get_max_threads();
 }
@@ -193,10 +196,78 @@ static float *gemm_pack_buffer(size_t n)
     return gemm_pack_buf;
 }
 
-// The packed path. Returns -1 when the packing buffers cannot be allocated.
+// [lo, hi): thread t's contiguous share of n iterations among nt (static).
+static inline void gemm_share(int n, int t, int nt, int *lo, int *hi)
+{
+    *lo = (int)((long)n * t / nt);
+    *hi = (int)((long)n * (t + 1) / nt);
+}
+
+// Thread t of nt runs its shares of the packed path's loops; nt > 1 only
+// inside gemm_packed's own region, whose barriers then order the phases.
+// (No orphaned `omp for`: called serially from inside a record-parallel
+// region, it would bind to that outer team and wait for it at a barrier.)
 // Loop order: for each KC block, pack all of op(A)[:, p0:p0+kc] once (so A is
 // packed once per call, not once per NC block), then for each NC block pack
 // B, and for each MC block (an L2-sized slice of packed A) run the tiles.
+static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
+                              int K, const float *A, int lda, const float *B,
+                              int ldb, float *C, int ldc, int accumulate,
+                              float *Ap, float *Bp, int t, int nt)
+{
+    const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
+    int lo, hi;
+    for (int p0 = 0; p0 < K; p0 += bl.kc) {
+        int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
+        int acc = accumulate || p0 > 0;
+        // Ap: panel ip holds rows [ip·MR, ip·MR + MR) of op(A), (kc, MR)
+        gemm_share(mpan, t, nt, &lo, &hi);
+        for (int ip = lo; ip < hi; ip++) {
+            int ir = ip * GEMM_MR;
+            int mr = M - ir < GEMM_MR ? M - ir : GEMM_MR;
+            float *d = Ap + (size_t)ir * kc;
+            if (L.a_trans)
+                pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + ir, lda, d);
+            else
+                pack_rows(GEMM_MR, mr, kc, A + (size_t)ir * lda + p0, lda, d);
+        }
+        for (int j0 = 0; j0 < N; j0 += bl.nc) {
+            int n = N - j0 < bl.nc ? N - j0 : bl.nc;
+            int npan = (n + GEMM_NR - 1) / GEMM_NR;
+            if (nt > 1) { // A packed; B panels free (their last readers done)
+#pragma omp barrier
+            }
+            gemm_share(npan, t, nt, &lo, &hi);
+            for (int jp = lo; jp < hi; jp++)
+                pack_b_panel(L, n, kc, B, ldb, j0, p0, jp, Bp);
+            if (nt > 1) { // B packed
+#pragma omp barrier
+            }
+            // output tiles: NR panels split statically, every MC block
+            for (int i0 = 0; i0 < M; i0 += bl.mc) {
+                int m = M - i0 < bl.mc ? M - i0 : bl.mc;
+                for (int jp = lo; jp < hi; jp++) {
+                    int jr = jp * GEMM_NR;
+                    int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
+                    const float *bp = Bp + (size_t)jr * kc;
+                    for (int ir = 0; ir < m; ir += GEMM_MR) {
+                        int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
+                        gemm_tile(kc, Ap + (size_t)(i0 + ir) * kc, bp,
+                                  C + (size_t)(i0 + ir) * ldc + j0 + jr, ldc,
+                                  mr, nr, acc);
+                    }
+                }
+            }
+        }
+        if (nt > 1) { // every tile of this KC block done before Ap is repacked
+#pragma omp barrier
+        }
+    }
+}
+
+// The packed path. Returns -1 when the packing buffers cannot be allocated.
+// A team of one is never started: libgomp allocates the team of every
+// region with one thread (an if clause that is false included).
 static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
                        int lda, const float *B, int ldb, float *C, int ldc,
                        int accumulate)
@@ -211,47 +282,15 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
     if (!Bp)
         return -1;
     float *Ap = Bp + nb;
-    int mpan = mp / GEMM_MR;
     int nth = gemm_threads(M, N, K);
-#pragma omp parallel num_threads(nth) if (nth > 1)
-    for (int p0 = 0; p0 < K; p0 += bl.kc) {
-        int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
-        int acc = accumulate || p0 > 0;
-        // Ap: panel ip holds rows [ip·MR, ip·MR + MR) of op(A), (kc, MR)
-#pragma omp for schedule(static)
-        for (int ip = 0; ip < mpan; ip++) {
-            int ir = ip * GEMM_MR;
-            int mr = M - ir < GEMM_MR ? M - ir : GEMM_MR;
-            float *d = Ap + (size_t)ir * kc;
-            if (L.a_trans)
-                pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + ir, lda, d);
-            else
-                pack_rows(GEMM_MR, mr, kc, A + (size_t)ir * lda + p0, lda, d);
-        }
-        for (int j0 = 0; j0 < N; j0 += bl.nc) {
-            int n = N - j0 < bl.nc ? N - j0 : bl.nc;
-            int npan = (n + GEMM_NR - 1) / GEMM_NR;
-#pragma omp for schedule(static)
-            for (int jp = 0; jp < npan; jp++)
-                pack_b_panel(L, n, kc, B, ldb, j0, p0, jp, Bp);
-            for (int i0 = 0; i0 < M; i0 += bl.mc) {
-                int m = M - i0 < bl.mc ? M - i0 : bl.mc;
-                // output tiles: NR panels of this block split statically
-#pragma omp for schedule(static)
-                for (int jp = 0; jp < npan; jp++) {
-                    int jr = jp * GEMM_NR;
-                    int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
-                    const float *bp = Bp + (size_t)jr * kc;
-                    for (int ir = 0; ir < m; ir += GEMM_MR) {
-                        int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
-                        gemm_tile(kc, Ap + (size_t)(i0 + ir) * kc, bp,
-                                  C + (size_t)(i0 + ir) * ldc + j0 + jr, ldc,
-                                  mr, nr, acc);
-                    }
-                }
-            }
-        }
+    if (nth <= 1) {
+        gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+                          Ap, Bp, 0, 1);
+        return 0;
     }
+#pragma omp parallel num_threads(nth)
+    gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate, Ap,
+                      Bp, omp_get_thread_num(), omp_get_num_threads());
     return 0;
 }
 

@@ -194,7 +194,9 @@ static void gemm_driver(gemm_layout L, int M, int N, int K, const float *A,
     float Bp[GEMM_KC * GEMM_NC]; // (NC/NR panels of (kc, NR))
     int nblk = (M + GEMM_MC - 1) / GEMM_MC;
     // threads only when there is enough work per MC block to pay for them
-    int par = nblk > 1 && 2.0 * M * N * K >= GEMM_PAR_FLOPS;
+    // (and never a team of one: libgomp allocates every region's team)
+    int par = nblk > 1 && 2.0 * M * N * K >= GEMM_PAR_FLOPS &&
+              omp_get_max_threads() > 1;
     for (int j0 = 0; j0 < N; j0 += GEMM_NC) {
         int n = N - j0 < GEMM_NC ? N - j0 : GEMM_NC;
         for (int p0 = 0; p0 < K; p0 += GEMM_KC) {
@@ -208,12 +210,19 @@ static void gemm_driver(gemm_layout L, int M, int N, int K, const float *A,
                 else
                     pack_cols(GEMM_NR, nr, kc, B + (size_t)p0 * ldb + j0 + jr, ldb, d);
             }
-#pragma omp parallel for schedule(static) if (par)
-            for (int ib = 0; ib < nblk; ib++) {
-                int i0 = ib * GEMM_MC;
-                int m = M - i0 < GEMM_MC ? M - i0 : GEMM_MC;
-                gemm_block(L, i0, m, j0, n, p0, kc, A, lda, Bp, C, ldc, acc);
-            }
+            if (!par)
+                for (int ib = 0; ib < nblk; ib++) {
+                    int i0 = ib * GEMM_MC;
+                    int m = M - i0 < GEMM_MC ? M - i0 : GEMM_MC;
+                    gemm_block(L, i0, m, j0, n, p0, kc, A, lda, Bp, C, ldc, acc);
+                }
+            else
+#pragma omp parallel for schedule(static)
+                for (int ib = 0; ib < nblk; ib++) {
+                    int i0 = ib * GEMM_MC;
+                    int m = M - i0 < GEMM_MC ? M - i0 : GEMM_MC;
+                    gemm_block(L, i0, m, j0, n, p0, kc, A, lda, Bp, C, ldc, acc);
+                }
         }
     }
 }
