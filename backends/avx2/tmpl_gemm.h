@@ -502,19 +502,19 @@ static inline void gemm_st4n(float *p, __m128 x, int n)
                             int accum)                                         \
     {                                                                          \
         vf s0[R], s1[R];                                                       \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s0[r] = s1[r] =    \
+        _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) s0[r] = s1[r] =    \
             vf_zero();                                                         \
         for (int k = 0; k < K; k++) {                                          \
             const float *bk = B + (size_t)k * ldb;                             \
             vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);                  \
             const float *a = A + k * sak;                                      \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
+            _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {              \
                 vf ar = vf_set1(a[r * sai]);                                   \
                 s0[r] = vf_fma(ar, b0, s0[r]);                                 \
                 s1[r] = vf_fma(ar, b1, s1[r]);                                 \
             }                                                                  \
         }                                                                      \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                  \
+        _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                  \
             rs_st(C + (size_t)r * ldc, s0[r], VW, accum);                      \
             rs_st(C + (size_t)r * ldc + VW, s1[r], w - VW, accum);             \
         }                                                                      \
@@ -523,6 +523,7 @@ GEMM_ROWS_1V(1) GEMM_ROWS_1V(2) GEMM_ROWS_1V(3) GEMM_ROWS_1V(4)
 GEMM_ROWS_1V(5) GEMM_ROWS_1V(6) GEMM_ROWS_1V(7) GEMM_ROWS_1V(8)
 GEMM_ROWS_2V(1) GEMM_ROWS_2V(2) GEMM_ROWS_2V(3) GEMM_ROWS_2V(4)
 GEMM_ROWS_2V(5) GEMM_ROWS_2V(6) GEMM_ROWS_2V(7) GEMM_ROWS_2V(8)
+GEMM_ROWS_2V(9) GEMM_ROWS_2V(10) GEMM_ROWS_2V(11) GEMM_ROWS_2V(12)
 GEMM_ROWS_X4(1) GEMM_ROWS_X4(2) GEMM_ROWS_X4(3) GEMM_ROWS_X4(4)
 GEMM_ROWS_X4(5) GEMM_ROWS_X4(6) GEMM_ROWS_X4(7) GEMM_ROWS_X4(8)
 
@@ -535,12 +536,29 @@ static const gemm_rows_fn rows_1v[9] = {NULL,    rows_1v_1, rows_1v_2,
 static const gemm_rows_fn rows_x4[9] = {NULL,    rows_x4_1, rows_x4_2,
                                         rows_x4_3, rows_x4_4, rows_x4_5,
                                         rows_x4_6, rows_x4_7, rows_x4_8};
-static const gemm_rows_fn rows_2v[9] = {NULL,      rows_2v_1, rows_2v_2,
-                                        rows_2v_3, rows_2v_4, rows_2v_5,
-                                        rows_2v_6, rows_2v_7, rows_2v_8};
+static const gemm_rows_fn rows_2v[13] = {
+    NULL,      rows_2v_1, rows_2v_2, rows_2v_3,  rows_2v_4,  rows_2v_5, rows_2v_6,
+    rows_2v_7, rows_2v_8, rows_2v_9, rows_2v_10, rows_2v_11, rows_2v_12};
 // rows side by side in a two-vector row kernel: 2·R accumulators + 2 B
 // vectors + a broadcast must fit the register file (16 ymm, 32 zmm)
-#define GEMM_ROWS_2V_MAX (VW >= 16 ? 8 : 4)
+#define GEMM_ROWS_2V_MAX (VW >= 16 ? 12 : 4)
+
+// R rows (≤ GEMM_ROWS_2V_MAX) × one strip of w (≤ 2·VW) columns, through the
+// row kernel of the strip's width; the one-vector kernels hold at most 8 rows.
+static void gemm_rows_call(int R, int K, const float *A, size_t sai,
+                           size_t sak, const float *B, int ldb, float *C,
+                           int ldc, int w, int accum)
+{
+    if (w > VW) {
+        rows_2v[R](K, A, sai, sak, B, ldb, C, ldc, w, accum);
+        return;
+    }
+    for (int i = 0; i < R; i += 8) {
+        int r = R - i < 8 ? R - i : 8;
+        (w <= 4 ? rows_x4 : rows_1v)[r](K, A + i * sai, sai, sak, B, ldb,
+                                        C + (size_t)i * ldc, ldc, w, accum);
+    }
+}
 
 // C (M,N) [+]= Σ_k a(i,k) B[k] over all rows: 8-row blocks for one-vector
 // column chunks, GEMM_ROWS_2V_MAX-row blocks for two-vector chunks.
@@ -554,8 +572,7 @@ static void gemm_rows_block(int M, int K, const float *A, size_t sai,
         int R = M - i < rb ? M - i : rb;
         const float *a = A + i * sai;
         float *c = C + (size_t)i * ldc + j;
-        (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
-            K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
+        gemm_rows_call(R, K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
     }
 }
 
@@ -583,35 +600,38 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
 }
 
 // nn with few rows (the batch's rows against a large weight: dX = dY W):
-// B (K,N) is the large operand and is streamed row-major, GEMM_NN_KB rows at
+// B (K,N) is the large operand and is streamed row-major, gemm_nn_kb(M) rows at
 // a time (a few sequential streams the prefetchers follow, where one column
 // strip over all K would jump a row of B, a new page, at every step); the
 // small C (M,N) stays in cache and takes each block's partial sums. Threads
 // own contiguous column ranges; every element adds its K blocks in order.
-#ifndef GEMM_NN_KB
-#define GEMM_NN_KB 16
-#endif
+// K rows of B per block: 16 when C's rows are few (the product is a stream of
+// B: a few rows at a time keep the prefetchers on it), 256 beyond 4 rows
+// (FMA-bound: C tiles stay in registers longer). Measured on Zen 4 at the
+// released head's weights (1024x5120, 1024x4096): M = 4 runs 2x faster at
+// 16 than at 512; M = 12 1.5x faster at 256 than at 16, on 2 threads.
+static int gemm_nn_kb(int M) { return M <= 4 ? 16 : 256; }
 // Column strips [s0, s1) of a few-row nn: B block by block, C chunks in L1.
 static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
                                 const float *B, int ldb, float *C, int ldc,
                                 int accum, int s0, int s1)
 {
+    const int KB = gemm_nn_kb(M);
     // column chunks whose C rows (M, chunk) stay in L1 across K blocks
     int cs = (int)(clef_cpu_l1d() / 2 / (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
     cs = cs < 1 ? 1 : cs;
     for (int c0 = s0; c0 < s1; c0 += cs) {
         const int c1 = s1 - c0 < cs ? s1 : c0 + cs;
-        for (int k0 = 0; k0 < K; k0 += GEMM_NN_KB) {
-            const int kb = K - k0 < GEMM_NN_KB ? K - k0 : GEMM_NN_KB;
+        for (int k0 = 0; k0 < K; k0 += KB) {
+            const int kb = K - k0 < KB ? K - k0 : KB;
             const int acc = accum || k0 > 0;
             for (int st = c0; st < c1; st++) {
                 int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
                 for (int i = 0; i < M; i += GEMM_ROWS_2V_MAX) {
                     int R = M - i < GEMM_ROWS_2V_MAX ? M - i : GEMM_ROWS_2V_MAX;
-                    (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
-                        kb, A + (size_t)i * lda + k0, (size_t)lda, 1,
-                        B + (size_t)k0 * ldb + j, ldb,
-                        C + (size_t)i * ldc + j, ldc, w, acc);
+                    gemm_rows_call(R, kb, A + (size_t)i * lda + k0,
+                                   (size_t)lda, 1, B + (size_t)k0 * ldb + j,
+                                   ldb, C + (size_t)i * ldc + j, ldc, w, acc);
                 }
             }
         }
@@ -646,7 +666,10 @@ static void gemm_rows_small_nn(int M, int N, int K, const float *A, int lda,
 // across threads; each element sums K in order in registers, then adds to C.
 // Rows of a short-K tn side by side: 8 when C is one vector wide (rows_1v),
 // else as many as the two-vector kernel holds in registers.
-static int gemm_tn_rows(int N) { return N <= VW ? 8 : GEMM_ROWS_2V_MAX; }
+static int gemm_tn_rows(int N)
+{
+    return N <= VW || GEMM_ROWS_2V_MAX > 8 ? 8 : GEMM_ROWS_2V_MAX;
+}
 
 // Row block ib (gemm_tn_rows(N) rows) of a short-K tn, every column.
 static void gemm_rows_tn_block(int M, int N, int K, const float *A, size_t sak,
@@ -656,9 +679,8 @@ static void gemm_rows_tn_block(int M, int N, int K, const float *A, size_t sak,
     const int rb = gemm_tn_rows(N), i = ib * rb, R = M - i < rb ? M - i : rb;
     for (int j = 0; j < N; j += 2 * VW) {
         int w = N - j < 2 * VW ? N - j : 2 * VW;
-        (w <= 4 ? rows_x4 : w <= VW ? rows_1v : rows_2v)[R](
-            K, A + i, 1, sak, B + j, ldb, C + (size_t)i * ldc + j, ldc, w,
-            accum);
+        gemm_rows_call(R, K, A + i, 1, sak, B + j, ldb,
+                       C + (size_t)i * ldc + j, ldc, w, accum);
     }
 }
 
