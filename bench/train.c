@@ -191,6 +191,12 @@ static int setup_make(const clef_backend *b, const clef_bench_shape *s,
         snprintf(why, nwhy, "setup: out of memory");
         goto fail;
     }
+    const char *mode = getenv("CLEF_MEMORY_ATTENTION"); // as in clef train
+    if (mode && *mode && clef_ws_set_memory_attention(t->ws, mode) != 0) {
+        snprintf(why, nwhy, "CLEF_MEMORY_ATTENTION is \"%s\", expected auto, "
+                            "project or absorb", mode);
+        goto fail;
+    }
     clef_train_opts_default(&t->to);
     return 0;
 fail:
@@ -235,7 +241,9 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     } while (!(spent >= o->budget_s && (reps >= 3 || spent / reps > o->budget_s)));
     double per = spent / reps;
     // GEMM and attention work of the update (core/flops.c)
-    double gf = clef_update_flops(&t.cfg, t.batch, t.B) / per * 1e-9;
+    double gf = clef_update_flops(&t.cfg, t.batch, t.B,
+                                  getenv("CLEF_MEMORY_ATTENTION")) /
+                per * 1e-9;
     row(b, s, "PASS", NULL, 1.0 / per, gf, reps, loss, rows);
     failed = 0;
 cleanup:

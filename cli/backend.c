@@ -66,3 +66,12 @@ void cli_print_backends(void)
     }
     printf("\n");
 }
+
+int cli_memory_attention(clef_ws *ws, clef_err *err)
+{
+    const char *v = getenv("CLEF_MEMORY_ATTENTION");
+    if (!v || !*v || clef_ws_set_memory_attention(ws, v) == 0)
+        return 0;
+    return clef_err_input(err, NULL, NULL, "CLEF_MEMORY_ATTENTION",
+                          "is \"%s\", expected auto, project or absorb", v);
+}

@@ -50,6 +50,9 @@ void cli_set_threads(int n);
 int cli_threads(void);
 // Prints the backends this build carries ("kernels: ...").
 void cli_print_backends(void);
+// Applies CLEF_MEMORY_ATTENTION (auto | project | absorb; unset: auto) to ws.
+// Usage error (2) for any other value.
+int cli_memory_attention(clef_ws *ws, clef_err *err);
 
 // ---- evaluation (cli/eval.c) ----
 typedef struct cli_eval {

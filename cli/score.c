@@ -156,6 +156,8 @@ int cli_score(int argc, char **argv)
         rc = clef_err_set(&err, CLEF_ERR_RUN, "out of memory");
         goto done;
     }
+    if ((rc = cli_memory_attention(ws, &err)))
+        goto done;
     if ((rc = cli_evaluate(k, &hd, &pkg, ws, &topts, &ev, &err)))
         goto done;
     for (int i = 0; i < pkg.nrecords; i++) {

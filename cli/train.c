@@ -172,7 +172,7 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     t->ws = clef_ws_create_limits(&t->pkg.cfg, &lim);
     if (!t->ws)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
-    return 0;
+    return cli_memory_attention(t->ws, err);
 }
 
 // ------------------------------------------------------ frozen inputs --

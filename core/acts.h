@@ -21,6 +21,7 @@ typedef struct route_acts {
     ln_acts qn;  // query_norm(R)         (O, w)
     float *q;    // queries               (O, w)
     float *att;  // probabilities         (h, O, T)
+    float *qt, *mt; // absorbed form (core/memattn.h)   (h·O, w) each
     float *o;    // attention output      (O, w)
     float *r1;   // R' = R + MHA          (O, w)
     ln_acts fn;  // feedforward_norm(R')  (O, w)
@@ -38,6 +39,7 @@ typedef struct field_acts {
     ln_acts n2;   // norm2(xa)            (Q, w)
     float *qc;    // cross-attn queries   (Q, w)
     float *ca;    // probabilities        (h, Q, T)
+    float *qt, *mt; // absorbed form (core/memattn.h)  (h·Q, w) each
     float *ca_o;  // cross-attn output    (Q, w)
     float *xb;    // xa + CA              (Q, w)
     ln_acts n3;   // norm3(xb)            (Q, w)
@@ -60,6 +62,9 @@ struct clef_ws {
     int *is_score;               // (Q)
     int *opt_off;                // (Q+1) batch-global option offsets
     int all_targets;             // every question has a target
+    // memory attentions: CLEF_MEMATTN_* requested, and for this batch
+    // whether the routing / field layers run the absorbed form
+    int memattn, absorb_route, absorb_field;
     // packed per-record constants (pointers into the record when nb == 1)
     const float *xhat, *qvhat, *ctxhat, *lex, *lhat;
     float *xhat_b, *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1
@@ -117,6 +122,8 @@ struct clef_ws {
     float *dvec;          // (max(nb·w, d)) column sums
     float *dkvc, *dkvw;   // (T, L·2w), (L·2w, w): the stacked K | V grads
     float *dbias;         // (max(3w, L·2w)) packed in_proj bias sums
+    float *mscr1, *mscr2; // (h·max(O,Q), w) absorbed-form scratch
+    float *mascr;         // (2·h·max(Σ O_b·T_b, Σ Q_b·T_b)) its dA, dS
 };
 
 #endif

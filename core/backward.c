@@ -5,6 +5,7 @@
 // attention runs per record.
 #include "acts.h"
 #include "forward.h"
+#include "memattn.h"
 #include "par.h"
 
 #include <math.h>
@@ -74,20 +75,31 @@ typedef struct att_rows {
 // (nk, lddkv), which the caller zeroed. kv (nk, ldkv) as in the forward.
 // Scratch: dO, dq (nq, w); att_scratch (Σ nq·nk over records: each record
 // has its own slice at its map offset, so records run in parallel).
+// With ab (the absorbed form, core/memattn.h) the key/value side is done
+// here too: W_k, W_v, b_v gradients, and the memory gradient added to dmem
+// (T, lddm); dkv is not used.
 static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
                       const att_rows *ar, const float *dy, const float *xq,
                       const float *in_w, const float *out_w, float *g_in_w,
                       float *g_in_b, float *g_out_w, float *g_out_b,
                       const float *q, const float *kv, int ldkv,
                       const float *att, const float *o, float *dO, float *dq,
-                      float *dkv, int lddkv, float *att_scratch, float *dxq)
+                      float *dkv, int lddkv, float *att_scratch, float *dxq,
+                      const clef_mem_absorb *ab, float *dmem, int lddm)
 {
     const int w = c->w, h = c->h, nq = ar->q_off[nb];
     k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, 1); // dW_o += dyᵀ O
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
-    zero(dq, (size_t)nq * w);
-    CLEF_PAR_FOR(nb > 1, int, b, nb,
+    if (ab)
+        clef_memattn_bwd(k, &ab->ma, q, in_w + (size_t)w * w,
+                         in_w + (size_t)2 * w * w, ab->qt, att, ab->mt, dO,
+                         g_in_w + (size_t)w * w, g_in_w + (size_t)2 * w * w,
+                         g_in_b + 2 * w, dq, dmem, lddm, ab->scr, ab->scr2,
+                         ab->ascr);
+    else
+        zero(dq, (size_t)nq * w);
+    CLEF_PAR_FOR(!ab && nb > 1, int, b, ab ? 0 : nb,
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
         const size_t qr = (size_t)q0 * w;
         const float *kvb = kv + (size_t)k0 * ldkv;
@@ -242,11 +254,15 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
             ws->dC, dxb);
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     const int L2w = c->L * 2 * w;
+    // (absorbed form: the memory gradient goes straight into dM)
+    const clef_mem_absorb ab = {
+        {ws->nb, w, h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w},
+        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
     mha_bwd_q(k, c, ws->nb, &ar, dxb, a->n2.y, p->ca_in_w, p->ca_out_w,
               g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc,
               ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
               ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
-              ws->dC);
+              ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w);
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
     // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
@@ -288,12 +304,21 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
             ws->dA, ws->dB_, ws->dC, ws->dR1);
-    zero(ws->dkv, (size_t)T * 2 * w);
+    const clef_mem_absorb ab = {
+        {ws->nb, w, c->h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w},
+        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+    // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
+    if (ws->absorb_route)
+        zero(ws->dmt, (size_t)T * w);
+    else
+        zero(ws->dkv, (size_t)T * 2 * w);
     mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
               g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
-              ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC);
-    mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
-               ws->dbias, ws->dmt, 0);
+              ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC,
+              ws->absorb_route ? &ab : NULL, ws->dmt, w);
+    if (!ws->absorb_route)
+        mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
+                   ws->dbias, ws->dmt, 0);
     ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
     ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
@@ -438,10 +463,12 @@ void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     memcpy(ws->dx, ws->dF, sizeof(float) * (size_t)Q * w);
     zero(ws->dF, (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dx, &ws->fnorm, P->fn_w, ws->dF, G->fn_w, G->fn_b);
-    zero(ws->dkvc, (size_t)T * c->L * 2 * w);
+    if (!ws->absorb_field)
+        zero(ws->dkvc, (size_t)T * c->L * 2 * w);
     for (int j = c->L - 1; j >= 0; j--)
         field_bwd(k, hd, j, ws, ws->dF);
-    field_kv_bwd(k, hd, ws);
+    if (!ws->absorb_field)
+        field_kv_bwd(k, hd, ws);
     summary_bwd(k, hd, ws); // dF = ∂L/∂F⁰ → dR, dqv, dg
     for (int i = c->R - 1; i >= 0; i--)
         route_bwd(k, hd, i, ws, ws->dR);

@@ -3,11 +3,38 @@
 // 2·M·N·K per product. Elementwise ops, LayerNorms and AdamW are not
 // counted (they are memory-bound), so a FLOP rate computed from this is a
 // lower bound on the work done.
-#include "head.h"
+#include <string.h>
 
-// Σ over records of one record's products, forward only or forward+backward.
+#include "head.h"
+#include "memattn.h"
+
+// One memory attention of nq queries over T rows, forward (+ backward): the
+// K | V projections and the core (Q Kᵀ, A V), or the absorbed form
+// (core/memattn.h): q W_k,h and mt W_v,hᵀ per head, then qt memᵀ and A mem
+// over all heads; backward twice the products of each.
+static double memattn_flops(const clef_config *c, double T, double nq,
+                            int absorb, int backward)
+{
+    const double w = c->w, h = c->h;
+    double fwd, bwd;
+    if (absorb) {
+        double heads = 2 * nq * w * w * 2;   // q W_k,h and mt W_v,hᵀ, all h
+        double mem = 2 * h * nq * T * w * 2; // qt memᵀ and A mem
+        fwd = heads + mem;
+        bwd = 2 * heads + 2 * mem;
+    } else {
+        double lin = 2 * T * 2 * w * w; // K, V of memory
+        double att = 2 * nq * T * w * 2; // Q Kᵀ and A V
+        fwd = lin + att;
+        bwd = 2 * lin + 2 * att;
+    }
+    return backward ? fwd + bwd : fwd;
+}
+
+// Σ over records of one record's products, forward only or forward+backward;
+// absorb_route / absorb_field: the form each memory attention ran in.
 static double record_flops(const clef_config *c, double T, double Q, double O,
-                           int backward)
+                           int backward, int absorb_route, int absorb_field)
 {
     const double d = c->d, w = c->w, f = c->f;
     double fwd = 0, bwd = 0;
@@ -31,26 +58,51 @@ static double record_flops(const clef_config *c, double T, double Q, double O,
     fwd += head_lin;
     bwd += 2 * head_lin;
     for (int j = 0; j < c->L; j++) {
-        double lin = 2 * Q * 3 * w * w + 2 * Q * w * w      // self-attn
-                     + 2 * Q * w * w * 2 + 2 * T * 2 * w * w // cross-attn
-                     + 2 * Q * f * w * 2;                   // feed-forward
-        double att = 2 * Q * Q * w * 2 + 2 * Q * T * w * 2;
+        double lin = 2 * Q * 3 * w * w + 2 * Q * w * w // self-attn
+                     + 2 * Q * w * w * 2                // cross-attn q, out
+                     + 2 * Q * f * w * 2;               // feed-forward
+        double att = 2 * Q * Q * w * 2;                 // self-attn core
         fwd += lin + att;
         bwd += 2 * lin + 2 * att;
+        fwd += memattn_flops(c, T, Q, absorb_field, 0);
+        bwd += memattn_flops(c, T, Q, absorb_field, 1) -
+               memattn_flops(c, T, Q, absorb_field, 0);
     }
     return backward ? fwd + bwd : fwd;
 }
 
-double clef_update_flops(const clef_config *c, const clef_record *const *recs,
-                         int n)
+// The forms auto picks for this batch (clef_batch_forward's rule).
+static void batch_forms(const clef_config *c, const clef_record *const *recs,
+                        int n, int mode, int *route, int *field)
 {
+    double T = 0, OT = 0, QT = 0;
+    for (int b = 0; b < n; b++) {
+        T += recs[b]->T;
+        OT += (double)recs[b]->O * recs[b]->T;
+        QT += (double)recs[b]->Q * recs[b]->T;
+    }
+    *route = clef_memattn_absorbs(mode, c->w, c->h, OT, T);
+    *field = clef_memattn_absorbs(mode, c->w, c->h, QT, T);
+}
+
+double clef_update_flops(const clef_config *c, const clef_record *const *recs,
+                         int n, const char *memory_attention)
+{
+    int mode = CLEF_MEMATTN_AUTO, ar, af;
+    if (memory_attention && !strcmp(memory_attention, "project"))
+        mode = CLEF_MEMATTN_PROJECT;
+    else if (memory_attention && !strcmp(memory_attention, "absorb"))
+        mode = CLEF_MEMATTN_ABSORB;
+    batch_forms(c, recs, n, mode, &ar, &af);
     double s = 0;
     for (int b = 0; b < n; b++)
-        s += record_flops(c, recs[b]->T, recs[b]->Q, recs[b]->O, 1);
+        s += record_flops(c, recs[b]->T, recs[b]->Q, recs[b]->O, 1, ar, af);
     return s;
 }
 
 double clef_forward_flops(const clef_config *c, const clef_record *r)
 {
-    return record_flops(c, r->T, r->Q, r->O, 0);
+    int ar, af;
+    batch_forms(c, &r, 1, CLEF_MEMATTN_AUTO, &ar, &af);
+    return record_flops(c, r->T, r->Q, r->O, 0, ar, af);
 }

@@ -5,6 +5,7 @@
 #include "acts.h"
 #include "batch.h"
 #include "forward.h"
+#include "memattn.h"
 #include "par.h"
 
 #include <math.h>
@@ -53,21 +54,29 @@ static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
                     const att_rows *ar, const float *xq, const float *xkv,
                     const float *in_w, const float *in_b, const float *out_w,
                     const float *out_b, float *q, float *kv, int ldkv,
-                    float *att, float *o, const float *resid, float *y)
+                    float *att, float *o, const float *resid, float *y,
+                    const clef_mem_absorb *ab)
 {
     const int w = c->w, h = c->h, nq = ar->q_off[nb], nk = ar->k_off[nb];
     clef_linear_fwd(k, nq, w, w, xq, in_w, in_b, q);
-    if (xkv)
-        clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w, in_b + w,
-                        kv);
-    // records are independent: one thread per record when there are several
-    CLEF_PAR_FOR(nb > 1, int, b, nb,
-        const int q0 = ar->q_off[b], k0 = ar->k_off[b];
-        const float *kvb = kv + (size_t)k0 * ldkv;
-        k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
-                         w / h, q + (size_t)q0 * w, w, kvb, ldkv, kvb + w,
-                         ldkv, att + h * ar->m_off[b], o + (size_t)q0 * w, w);
-    );
+    if (ab) { // K and V never formed (core/memattn.h)
+        clef_memattn_fwd(k, &ab->ma, q, in_w + (size_t)w * w,
+                         in_w + (size_t)2 * w * w, in_b + 2 * w, ab->qt, att,
+                         ab->mt, ab->scr, o);
+    } else {
+        if (xkv)
+            clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w,
+                            in_b + w, kv);
+        // records are independent: one thread per record when several
+        CLEF_PAR_FOR(nb > 1, int, b, nb,
+            const int q0 = ar->q_off[b], k0 = ar->k_off[b];
+            const float *kvb = kv + (size_t)k0 * ldkv;
+            k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
+                             w / h, q + (size_t)q0 * w, w, kvb, ldkv, kvb + w,
+                             ldkv, att + h * ar->m_off[b], o + (size_t)q0 * w,
+                             w);
+        );
+    }
     memcpy(y, resid, sizeof(float) * (size_t)nq * w);
     k->gemm_nt(nq, w, w, o, w, out_w, w, y, w, 1);
     k->bias_add(nq, w, out_b, y);
@@ -100,8 +109,12 @@ static void route_fwd(const clef_kernels *k, const clef_config *c,
     const att_rows ar = {ws->o_off, ws->t_off, ws->ot_off};
     ln_fwd(k, T, w, ws->M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
     ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn);     // (O, w)
+    const clef_mem_absorb ab = {
+        {ws->nb, w, c->h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w},
+        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
     mha_fwd(k, c, ws->nb, &ar, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w,
-            p->out_b, a->q, a->kv, 2 * w, a->att, a->o, R, a->r1);
+            p->out_b, a->q, a->kv, 2 * w, a->att, a->o, R, a->r1,
+            ws->absorb_route ? &ab : NULL);
     ffn_fwd(k, c, O, a->r1, p->fn_w, p->fn_b, &a->fn, p->ff1_w, p->ff1_b,
             a->h1, a->u, p->ff2_w, p->ff2_b, a->out);
 }
@@ -128,9 +141,13 @@ static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
     // cross-attention to the RAW memory M (no norm on the memory side)
     const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
     ln_fwd(k, Q, w, a->xa, p->n2_w, p->n2_b, &a->n2);
+    const clef_mem_absorb ab = {
+        {ws->nb, w, h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w},
+        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
     mha_fwd(k, c, ws->nb, &ar, a->n2.y, NULL, p->ca_in_w, p->ca_in_b,
             p->ca_out_w, p->ca_out_b, a->qc, ws->kvc + (size_t)j * 2 * w,
-            c->L * 2 * w, a->ca, a->ca_o, a->xa, a->xb);
+            c->L * 2 * w, a->ca, a->ca_o, a->xa, a->xb,
+            ws->absorb_field ? &ab : NULL);
     ffn_fwd(k, c, Q, a->xb, p->n3_w, p->n3_b, &a->n3, p->l1_w, p->l1_b, a->h1,
             a->u, p->l2_w, p->l2_b, a->out);
 }
@@ -197,6 +214,10 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
     const clef_tensors *P = &hd->p;
     clef_batch_index(ws, recs, n);
     const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
+    ws->absorb_route = clef_memattn_absorbs(ws->memattn, w, c->h,
+                                            (double)ws->ot_off[n], T);
+    ws->absorb_field = clef_memattn_absorbs(ws->memattn, w, c->h,
+                                            (double)ws->qt_off[n], T);
 
     // 1-2. X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); span means and g
     affine_rows(T, d, ws->xhat, P->hn_w, P->hn_b, ws->X);
@@ -255,13 +276,14 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
 
     // 8. field layers, then F̂ = field_norm(F). Their cross-attention K | V
     // all come from the raw memory: one GEMM (T, L·2w) for every layer.
-    for (int j = 0; j < c->L; j++) {
+    // (In the absorbed form there are no K | V to project: core/memattn.h.)
+    for (int j = 0; j < c->L && !ws->absorb_field; j++) {
         memcpy(ws->kvw + (size_t)j * 2 * w * w,
                P->field[j].ca_in_w + (size_t)w * w, sizeof(float) * 2 * w * w);
         memcpy(ws->kvb + (size_t)j * 2 * w, P->field[j].ca_in_b + w,
                sizeof(float) * 2 * w);
     }
-    if (c->L)
+    if (c->L && !ws->absorb_field)
         clef_linear_fwd(k, T, c->L * 2 * w, w, ws->M, ws->kvw, ws->kvb,
                         ws->kvc);
     const float *F = ws->F0;

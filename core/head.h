@@ -147,6 +147,12 @@ clef_ws *clef_ws_create(const clef_config *c, int Tmax, int Qmax, int Omax);
 void clef_ws_limits_for(const clef_record *recs, int nrec, int B,
                         clef_ws_limits *l);
 void clef_ws_free(clef_ws *ws);
+// How the six memory attentions run (docs/DESIGN.md): "auto" (the default:
+// per batch, the form with fewer multiply-adds), "project" (K and V of every
+// memory row, as the reference computes them) or "absorb" (the projections
+// folded into the few queries: core/memattn.h). Returns 0, or -1 for an
+// unknown name. The numbers agree to float rounding either way.
+int clef_ws_set_memory_attention(clef_ws *ws, const char *mode);
 
 // Forward (HEAD.md §5) of a batch: z (Σ O_b) = the records' logits, packed in
 // order. Saves activations in ws.
@@ -194,9 +200,11 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
                        const clef_record *const *recs, int n, clef_ws *ws,
                        const clef_train_opts *o);
 // GEMM and attention FLOPs of one update over recs (forward + backward) and
-// of one record's forward (core/flops.c): the work FLOP rates are quoted for.
+// of one record's forward (core/flops.c): the work FLOP rates are quoted for,
+// in the memory-attention form that runs (memory_attention: "auto", "project",
+// "absorb"; NULL = auto).
 double clef_update_flops(const clef_config *c, const clef_record *const *recs,
-                         int n);
+                         int n, const char *memory_attention);
 double clef_forward_flops(const clef_config *c, const clef_record *r);
 // Global gradient L2 norm (double accumulation, fixed order).
 double clef_grad_norm(const clef_head *hd);

@@ -2,6 +2,7 @@
 // scratch, carved from one arena sized by clef_ws_limits. Allocated once
 // and reused for every record and step: no allocation in the update loop.
 #include "acts.h"
+#include "memattn.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ static void carve(clef_ws *ws, arena *a)
         take_ln(a, &r->qn, O, w);
         r->q = take(a, O * w);
         r->att = take(a, h * OT);
+        r->qt = take(a, h * O * w);
+        r->mt = take(a, h * O * w);
         r->o = take(a, O * w);
         r->r1 = take(a, O * w);
         take_ln(a, &r->fn, O, w);
@@ -82,6 +85,8 @@ static void carve(clef_ws *ws, arena *a)
         take_ln(a, &l->n2, Q, w);
         l->qc = take(a, Q * w);
         l->ca = take(a, h * QT);
+        l->qt = take(a, h * Q * w);
+        l->mt = take(a, h * Q * w);
         l->ca_o = take(a, Q * w);
         l->xb = take(a, Q * w);
         take_ln(a, &l->n3, Q, w);
@@ -140,6 +145,9 @@ static void carve(clef_ws *ws, arena *a)
     ws->dkvw = take(a, L2w * w);
     ws->dbias = take(a, L2w > 3 * w ? L2w : 3 * w);
     ws->dvec = take(a, B * w > d ? B * w : d);
+    ws->mscr1 = take(a, h * rows * w);
+    ws->mscr2 = take(a, h * rows * w);
+    ws->mascr = take(a, 2 * h * (OT > QT ? OT : QT));
 }
 
 clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
@@ -233,6 +241,19 @@ void clef_ws_limits_for(const clef_record *recs, int nrec, int B,
     LIMIT(QQ, (size_t)r->Q * r->Q);
 #undef LIMIT
     free(v);
+}
+
+int clef_ws_set_memory_attention(clef_ws *ws, const char *mode)
+{
+    static const char *const names[] = {"auto", "project", "absorb"};
+    static const int modes[] = {CLEF_MEMATTN_AUTO, CLEF_MEMATTN_PROJECT,
+                                CLEF_MEMATTN_ABSORB};
+    for (int i = 0; i < 3; i++)
+        if (mode && !strcmp(mode, names[i])) {
+            ws->memattn = modes[i];
+            return 0;
+        }
+    return -1;
 }
 
 void clef_ws_free(clef_ws *ws)

@@ -97,7 +97,7 @@ static void expect_close_rel(const char *what, const float *a, const float *b,
     }
 }
 
-Test(batch, packed_logits_equal_record_by_record)
+static void packed_logits_equal_record_by_record(const char *mode)
 {
     fixture f;
     fixture_init(&f, 3);
@@ -107,6 +107,8 @@ Test(batch, packed_logits_equal_record_by_record)
     clef_ws_limits_for(f.recs, NREC, 1, &lim);
     clef_ws *one = clef_ws_create_limits(&f.cfg, &lim);
     cr_assert(big && one);
+    cr_assert_eq(clef_ws_set_memory_attention(big, mode), 0);
+    cr_assert_eq(clef_ws_set_memory_attention(one, mode), 0);
     int O = 0;
     for (int b = 0; b < NREC; b++)
         O += f.recs[b].O;
@@ -122,10 +124,22 @@ Test(batch, packed_logits_equal_record_by_record)
     fixture_free(&f);
 }
 
+Test(batch, packed_logits_equal_record_by_record)
+{
+    packed_logits_equal_record_by_record("project");
+}
+
+Test(batch, packed_logits_equal_record_by_record_absorbed)
+{
+    packed_logits_equal_record_by_record("absorb");
+}
+
 // The same update three ways: one packed batch of all records, packed
 // sub-batches (a workspace that fits fewer records), and a workspace that
 // fits one record at a time. Gradients and weights agree within 1e-5.
-Test(batch, packed_update_equals_sub_batches)
+// (Each memory-attention form on both sides: in "auto" a whole batch and its
+// sub-batches may pick different forms, whose rounding differs by more.)
+static void packed_update_equals_sub_batches(const char *mode)
 {
     fixture a, b;
     fixture_init(&a, 5);
@@ -136,6 +150,9 @@ Test(batch, packed_update_equals_sub_batches)
     clef_ws *big = clef_ws_create_limits(&a.cfg, &lim);
     clef_ws_limits_for(b.recs, NREC, 1, &lim);
     clef_ws *one = clef_ws_create_limits(&b.cfg, &lim);
+    cr_assert(big && one);
+    cr_assert_eq(clef_ws_set_memory_attention(big, mode), 0);
+    cr_assert_eq(clef_ws_set_memory_attention(one, mode), 0);
     double la = clef_train_step(&clef_scalar_kernels, &a.hd, a.ptr, NREC, big, &o);
     double lb = clef_train_step(&clef_scalar_kernels, &b.hd, b.ptr, NREC, one, &o);
     cr_expect(fabs(la - lb) <= 1e-5 * fabs(lb), "loss %.9g vs %.9g", la, lb);
@@ -150,6 +167,16 @@ Test(batch, packed_update_equals_sub_batches)
     clef_ws_free(one);
     fixture_free(&a);
     fixture_free(&b);
+}
+
+Test(batch, packed_update_equals_sub_batches)
+{
+    packed_update_equals_sub_batches("project");
+}
+
+Test(batch, packed_update_equals_sub_batches_absorbed)
+{
+    packed_update_equals_sub_batches("absorb");
 }
 
 // The batch loss is the mean over all of its questions: a batch of two
@@ -186,7 +213,7 @@ Test(batch, loss_is_mean_over_all_questions_of_the_batch)
 
 // Trains `steps` updates of batch 2 with n threads; returns the weights.
 static float *train_with_threads(const clef_kernels *k, int threads, int steps,
-                                 int big)
+                                 int big, const char *mode)
 {
     fixture f;
     fixture_init_size(&f, 17, big);
@@ -194,6 +221,7 @@ static float *train_with_threads(const clef_kernels *k, int threads, int steps,
     clef_ws_limits lim;
     clef_ws_limits_for(f.recs, NREC, 2, &lim);
     clef_ws *ws = clef_ws_create_limits(&f.cfg, &lim);
+    cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
     omp_set_num_threads(threads);
     for (int s = 0; s < steps; s++) {
         int b = (2 * s) % (NREC - 1);
@@ -206,7 +234,7 @@ static float *train_with_threads(const clef_kernels *k, int threads, int steps,
     return w;
 }
 
-static void check_thread_invariance(const char *backend)
+static void check_thread_invariance_mode(const char *backend, const char *mode)
 {
     const clef_backend *be = clef_backend_find(backend);
     cr_assert_not_null(be, "backend %s not registered", backend);
@@ -217,20 +245,27 @@ static void check_thread_invariance(const char *backend)
     const int before = omp_get_max_threads();
     // the scalar reference is single-threaded: the small head is enough
     const int big = strcmp(backend, "scalar") != 0;
-    float *ref = train_with_threads(be->table, 1, 6, big);
+    float *ref = train_with_threads(be->table, 1, 6, big, mode);
     fixture f;
     fixture_init_size(&f, 17, big);
     size_t n = f.hd.nparams;
     fixture_free(&f);
     for (size_t c = 1; c < sizeof(counts) / sizeof(counts[0]); c++) {
-        float *w = train_with_threads(be->table, counts[c], 6, big);
+        float *w = train_with_threads(be->table, counts[c], 6, big, mode);
         cr_expect_eq(memcmp(ref, w, sizeof(float) * n), 0,
-                     "%s: weights after 6 updates differ between 1 and %d threads",
-                     backend, counts[c]);
+                     "%s (%s): weights after 6 updates differ between 1 and %d "
+                     "threads", backend, mode, counts[c]);
         free(w);
     }
     free(ref);
     omp_set_num_threads(before);
+}
+
+// both forms of the memory attentions (core/memattn.h)
+static void check_thread_invariance(const char *backend)
+{
+    check_thread_invariance_mode(backend, "project");
+    check_thread_invariance_mode(backend, "absorb");
 }
 
 Test(batch, weights_identical_for_any_thread_count_scalar)

@@ -27,7 +27,9 @@ typedef struct golden {
 
 static double worst_rel; // the worst relative error seen, for the report
 
-static void golden_load(golden *g)
+// mode: how the memory attentions run ("project", "absorb": HEAD.md's
+// numbers either way, to float rounding).
+static void golden_load_mode(golden *g, const char *mode)
 {
     clef_err err = {0};
     cr_assert_eq(clef_package_load(GOLDEN "/package.json", NULL,
@@ -41,6 +43,7 @@ static void golden_load(golden *g)
     cr_assert_not_null(g->expected, "expected.json: %s", jerr.text);
     g->ws = clef_ws_create(&g->hd.cfg, g->pkg.Tmax, g->pkg.Qmax, g->pkg.Omax);
     cr_assert_not_null(g->ws);
+    cr_assert_eq(clef_ws_set_memory_attention(g->ws, mode), 0, "%s", mode);
     // the loss and optimizer settings come from expected.json itself
     json_t *s = json_object_get(g->expected, "settings");
     json_t *a = json_object_get(s, "adamw");
@@ -103,10 +106,12 @@ static double tensor_sum(const float *x, size_t n)
     return s;
 }
 
-Test(golden, logits_probabilities_loss_grads_and_one_adamw_step)
+static void golden_load(golden *g) { golden_load_mode(g, "auto"); }
+
+static void golden_full(const char *mode)
 {
     golden g = {0};
-    golden_load(&g);
+    golden_load_mode(&g, mode);
     const clef_record *r = &g.pkg.records[0];
     cr_assert_eq(g.pkg.nrecords, 1);
 
@@ -170,6 +175,15 @@ Test(golden, logits_probabilities_loss_grads_and_one_adamw_step)
             worst_rel);
     golden_free(&g);
 }
+
+Test(golden, logits_probabilities_loss_grads_and_one_adamw_step)
+{
+    golden_full("auto");
+}
+
+// The same with the memory attentions forced into each form.
+Test(golden, memory_attention_projected) { golden_full("project"); }
+Test(golden, memory_attention_absorbed) { golden_full("absorb"); }
 
 // The intermediates of expected.json pin each stage of the forward pass, so a
 // disagreement says where it starts.

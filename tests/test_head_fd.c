@@ -118,7 +118,7 @@ static void set_scalar(clef_head *hd, const char *name, float v)
 // saturate: s_p = 4.8 and s_j = 5 (both above ln 100 ≈ 4.605), where κ is
 // clamped and its gradient must be 0.
 static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
-                         int saturate)
+                         int saturate, const char *mode)
 {
     memset(c, 0, sizeof(*c));
     uint64_t rng = seed;
@@ -162,6 +162,7 @@ static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
     c->dz = clef_test_falloc(O);
     clef_ws *ws = clef_ws_create(cfg, T, Q, O);
     cr_assert_not_null(ws, "clef_ws_create failed");
+    cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0, "%s", mode);
     memset(c->hd.grads, 0, sizeof(float) * c->hd.nparams);
     clef_head_forward(&clef_scalar_kernels, &c->hd, &c->r, ws, c->z);
     clef_record_loss(&clef_scalar_kernels, &c->r, c->z, &c->to, n_q, n_score,
@@ -195,10 +196,11 @@ static double now_s(void)
 
 // ---- float forward against the reference ----
 
-static void check_forward(const clef_config *cfg, uint64_t seed)
+static void check_forward(const clef_config *cfg, uint64_t seed,
+                          const char *mode)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed, 0);
+    fd_case_make(&c, cfg, seed, 0, mode);
     const int O = c.r.O;
     double *zr = clef_test_dalloc(O);
     double loss = ref_loss(&c, zr);
@@ -225,8 +227,17 @@ static void check_forward(const clef_config *cfg, uint64_t seed)
     cr_assert(lok, "float loss %.9g vs reference %.9g", fl, loss);
 }
 
-Test(head_fd, forward_matches_reference_a) { check_forward(&cfg_a, 0x5eed01); }
-Test(head_fd, forward_matches_reference_b) { check_forward(&cfg_b, 0x5eed02); }
+// each memory-attention form (core/memattn.h) against the same reference
+Test(head_fd, forward_matches_reference_a)
+{
+    check_forward(&cfg_a, 0x5eed01, "project");
+    check_forward(&cfg_a, 0x5eed01, "absorb");
+}
+Test(head_fd, forward_matches_reference_b)
+{
+    check_forward(&cfg_b, 0x5eed02, "project");
+    check_forward(&cfg_b, 0x5eed02, "absorb");
+}
 
 // ---- every parameter by central differences ----
 
@@ -248,10 +259,11 @@ static void family_of(const char *name, char *fam, size_t n)
     }
 }
 
-static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate)
+static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
+                           const char *mode)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed, saturate);
+    fd_case_make(&c, cfg, seed, saturate, mode);
     if (saturate) {
         // κ clamped: the two scales get no gradient at all (HEAD.md §4)
         for (int k = 0; k < 2; k++) {
@@ -353,16 +365,25 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate)
 
 Test(head_fd, gradient_every_tensor_a, .timeout = 60)
 {
-    check_gradient(&cfg_a, 0xfd01, 0);
+    check_gradient(&cfg_a, 0xfd01, 0, "project");
 }
 Test(head_fd, gradient_every_tensor_b, .timeout = 60)
 {
-    check_gradient(&cfg_b, 0xfd02, 0);
+    check_gradient(&cfg_b, 0xfd02, 0, "project");
+}
+// the memory attentions in absorbed form (core/memattn.h)
+Test(head_fd, gradient_every_tensor_a_absorbed, .timeout = 60)
+{
+    check_gradient(&cfg_a, 0xfd01, 0, "absorb");
+}
+Test(head_fd, gradient_every_tensor_b_absorbed, .timeout = 60)
+{
+    check_gradient(&cfg_b, 0xfd02, 0, "absorb");
 }
 // κ(s) clamped at 100 for both scales (odd widths)
 Test(head_fd, gradient_kappa_clamped_b, .timeout = 60)
 {
-    check_gradient(&cfg_b, 0xfd03, 1);
+    check_gradient(&cfg_b, 0xfd03, 1, "auto");
 }
 
 // ---- HEAD.md §7 invariants on the analytic gradient ----
@@ -399,7 +420,7 @@ static bool rows_sum_to_zero(const clef_head *hd, const char *name)
 static void check_invariants(const clef_config *cfg, uint64_t seed)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed, 0);
+    fd_case_make(&c, cfg, seed, 0, "auto");
     // residual_scorer.3.bias: σ(γ) Σ_o ∂L/∂z_o, and ∂L/∂z sums to 0 over each
     // question; the terms cancelling are σ(γ)(p + y')/N and the Brier and
     // ordinal parts (≤ (2β + λ) of the same size): O float terms.

@@ -66,10 +66,6 @@ Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
     cr_assert_eq(tp_write_mixed_package(pkg), 0);
     cr_assert_eq(tp_clef(dir, "train --package %s/package.json --run-dir %s "
                               "--epochs 3 --lr 0.01 --quiet", pkg, run), 0);
-    cr_assert_eq(tp_clef(dir, "score --weights %s --package %s/package.json",
-                         weights, pkg), 0);
-    json_t *ours = clef_logits(dir);
-
     snprintf(cmd, sizeof(cmd), PY " %s logits --weights %s --package %s/package.json"
              " > %s/torch.json 2> %s/torch.err", TORCH_HEAD, weights, pkg, dir, dir);
     cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)", dir);
@@ -78,31 +74,40 @@ Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
     json_t *theirs = json_load_file(cmd, 0, &e);
     cr_assert_not_null(theirs, "%s", e.text);
 
-    cr_assert_eq(json_object_size(ours), json_object_size(theirs));
-    const char *rec;
-    json_t *zt;
-    double worst = 0;
-    json_object_foreach(theirs, rec, zt) {
-        json_t *zo = json_object_get(ours, rec);
-        cr_assert_not_null(zo, "clef score has no record %s", rec);
-        cr_assert_eq(json_array_size(zo), json_array_size(zt), "record %s", rec);
-        double scale = 1.0;
-        for (size_t i = 0; i < json_array_size(zt); i++)
-            scale = fmax(scale, fabs(json_number_value(json_array_get(zt, i))));
-        for (size_t i = 0; i < json_array_size(zt); i++) {
-            double a = json_number_value(json_array_get(zo, i));
-            double b = json_number_value(json_array_get(zt, i));
-            // float32 forward against float64: a few hundred FLT_EPSILON of
-            // the logits' scale covers the head's depth of rounding
-            double err = fabs(a - b) / (FLT_EPSILON * scale);
-            worst = fmax(worst, err);
-            cr_expect(err <= 256, "record %s logit %zu: clef %.9g, PyTorch %.9g "
-                      "(%.0f eps)", rec, i, a, b, err);
+    // clef score with the memory attentions in each form (core/memattn.h)
+    static const char *const modes[] = {"project", "absorb"};
+    for (int m = 0; m < 2; m++) {
+        setenv("CLEF_MEMORY_ATTENTION", modes[m], 1);
+        cr_assert_eq(tp_clef(dir, "score --weights %s --package %s/package.json",
+                             weights, pkg), 0);
+        unsetenv("CLEF_MEMORY_ATTENTION");
+        json_t *ours = clef_logits(dir);
+        cr_assert_eq(json_object_size(ours), json_object_size(theirs));
+        const char *rec;
+        json_t *zt;
+        double worst = 0;
+        json_object_foreach(theirs, rec, zt) {
+            json_t *zo = json_object_get(ours, rec);
+            cr_assert_not_null(zo, "clef score has no record %s", rec);
+            cr_assert_eq(json_array_size(zo), json_array_size(zt), "record %s", rec);
+            double scale = 1.0;
+            for (size_t i = 0; i < json_array_size(zt); i++)
+                scale = fmax(scale, fabs(json_number_value(json_array_get(zt, i))));
+            for (size_t i = 0; i < json_array_size(zt); i++) {
+                double a = json_number_value(json_array_get(zo, i));
+                double b = json_number_value(json_array_get(zt, i));
+                // float32 forward against float64: a few hundred FLT_EPSILON of
+                // the logits' scale covers the head's depth of rounding
+                double err = fabs(a - b) / (FLT_EPSILON * scale);
+                worst = fmax(worst, err);
+                cr_expect(err <= 256, "%s: record %s logit %zu: clef %.9g, "
+                          "PyTorch %.9g (%.0f eps)", modes[m], rec, i, a, b, err);
+            }
         }
+        fprintf(stderr, "[torch_parity] %s: worst logit difference: %.1f "
+                        "FLT_EPSILON\n", modes[m], worst);
+        json_decref(ours);
     }
-    fprintf(stderr, "[torch_parity] worst logit difference: %.1f FLT_EPSILON\n",
-            worst);
-    json_decref(ours);
     json_decref(theirs);
     free(dir);
 }

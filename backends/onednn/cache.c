@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CACHE_SLOTS 128
+#define CACHE_SLOTS 512
 
 static dnnl_engine_t g_engine;
 static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;

@@ -1,0 +1,139 @@
+// Memory attention in absorbed form: see memattn.h for the algebra.
+//
+// Two row orders of the (h·nq, w) per-head tensors:
+//   head-major   head hh, batch row r           at row hh·nq + r
+//                (the per-head products with W_k,h / W_v,h: one GEMM per
+//                head over the whole batch, so their weight gradients are
+//                single GEMMs with a fixed order)
+//   record-major record b, head hh, its row i   at row h·q_off[b] + hh·nq_b + i
+//                (the products with a record's memory: one GEMM per record
+//                over all its heads, so the memory is read once per product)
+#include "memattn.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "par.h"
+
+int clef_memattn_absorbs(int mode, int w, int h, double nqT, double T)
+{
+    if (mode == CLEF_MEMATTN_PROJECT)
+        return 0;
+    if (mode == CLEF_MEMATTN_ABSORB)
+        return 1;
+    // 6·h·Σ nq_b T_b·w against 6·T·w² + 6·Σ nq_b T_b·w multiply-adds
+    return (double)(h - 1) * nqT < T * (double)w;
+}
+
+// The score scale of every attention kernel: 1/√dh rounded to float.
+static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
+
+// dst (record-major) = s · src (head-major); s = 1 copies.
+static void to_records(const clef_memattn *ma, const float *src, float *dst,
+                       float s)
+{
+    const int w = ma->w, h = ma->h, nq = ma->q_off[ma->nb];
+    for (int b = 0; b < ma->nb; b++) {
+        const int q0 = ma->q_off[b], n = ma->q_off[b + 1] - q0;
+        for (int hh = 0; hh < h; hh++)
+            for (int i = 0; i < n; i++) {
+                const float *x = src + ((size_t)hh * nq + q0 + i) * w;
+                float *y = dst + ((size_t)h * q0 + (size_t)hh * n + i) * w;
+                for (int j = 0; j < w; j++)
+                    y[j] = x[j] * s;
+            }
+    }
+}
+
+// dst (head-major) = s · src (record-major).
+static void to_heads(const clef_memattn *ma, const float *src, float *dst,
+                     float s)
+{
+    const int w = ma->w, h = ma->h, nq = ma->q_off[ma->nb];
+    for (int b = 0; b < ma->nb; b++) {
+        const int q0 = ma->q_off[b], n = ma->q_off[b + 1] - q0;
+        for (int hh = 0; hh < h; hh++)
+            for (int i = 0; i < n; i++) {
+                const float *x = src + ((size_t)h * q0 + (size_t)hh * n + i) * w;
+                float *y = dst + ((size_t)hh * nq + q0 + i) * w;
+                for (int j = 0; j < w; j++)
+                    y[j] = x[j] * s;
+            }
+    }
+}
+
+void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
+                      const float *q, const float *W_k, const float *W_v,
+                      const float *b_v, float *qt, float *att, float *mt,
+                      float *scr, float *o)
+{
+    const int w = ma->w, h = ma->h, dh = w / h, nq = ma->q_off[ma->nb];
+    // scr (head-major) = q_h W_k,h; qt = s · scr, record-major
+    for (int hh = 0; hh < h; hh++)
+        k->gemm_nn(nq, w, dh, q + hh * dh, w, W_k + (size_t)hh * dh * w, w,
+                   scr + (size_t)hh * nq * w, w, 0);
+    to_records(ma, scr, qt, attn_scale(dh));
+    // per record: A (h·nq_b, T_b) = softmax(qt_b memᵀ); scr = A mem
+    CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
+        const int q0 = ma->q_off[b], n = h * (ma->q_off[b + 1] - q0);
+        const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
+        const float *mem = ma->mem + (size_t)t0 * ma->ldm;
+        float *A = att + (size_t)h * ma->m_off[b];
+        k->gemm_nt(n, T, w, qt + (size_t)h * q0 * w, w, mem, ma->ldm, A, T, 0);
+        k->softmax_fwd(n, T, A, A);
+        k->gemm_nn(n, w, T, A, T, mem, ma->ldm, scr + (size_t)h * q0 * w, w, 0);
+    );
+    to_heads(ma, scr, mt, 1.0f);
+    // o_h = mt_h W_v,hᵀ + b_v,h
+    for (int hh = 0; hh < h; hh++)
+        k->gemm_nt(nq, dh, w, mt + (size_t)hh * nq * w, w,
+                   W_v + (size_t)hh * dh * w, w, o + hh * dh, w, 0);
+    k->bias_add(nq, w, b_v, o);
+}
+
+void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
+                      const float *q, const float *W_k, const float *W_v,
+                      const float *qt, const float *att, const float *mt,
+                      const float *dO, float *gW_k, float *gW_v, float *gb_v,
+                      float *dq, float *dmem, int lddm, float *scr1,
+                      float *scr2, float *ascr)
+{
+    const int w = ma->w, h = ma->h, dh = w / h, nq = ma->q_off[ma->nb];
+    // o_h = mt_h W_v,hᵀ + b_v,h: dmt_h = dO_h W_v,h; dW_v,h += dO_hᵀ mt_h
+    for (int hh = 0; hh < h; hh++) {
+        k->gemm_nn(nq, w, dh, dO + hh * dh, w, W_v + (size_t)hh * dh * w, w,
+                   scr1 + (size_t)hh * nq * w, w, 0);
+        k->gemm_tn(dh, w, nq, dO + hh * dh, w, mt + (size_t)hh * nq * w, w,
+                   gW_v + (size_t)hh * dh * w, w, 1);
+    }
+    k->colsum(nq, w, dO, gb_v);
+    to_records(ma, scr1, scr2, 1.0f);
+    // per record, with dA and dS (h·nq_b, T_b) in its slice of ascr:
+    //   dA = dmt memᵀ; dmem += Aᵀ dmt; dS = softmax-back(A, dA);
+    //   dqt = dS mem (into scr2); dmem += dSᵀ qt
+    CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
+        const int q0 = ma->q_off[b], n = h * (ma->q_off[b + 1] - q0);
+        const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
+        const float *mem = ma->mem + (size_t)t0 * ma->ldm;
+        const float *A = att + (size_t)h * ma->m_off[b];
+        float *dA = ascr + (size_t)2 * h * ma->m_off[b];
+        float *dS = dA + (size_t)n * T;
+        float *dmt = scr2 + (size_t)h * q0 * w;
+        float *dm = dmem + (size_t)t0 * lddm;
+        k->gemm_nt(n, T, w, dmt, w, mem, ma->ldm, dA, T, 0);
+        k->gemm_tn(T, w, n, A, T, dmt, w, dm, lddm, 1);
+        memset(dS, 0, sizeof(float) * (size_t)n * T);
+        k->softmax_bwd(n, T, A, dA, dS);
+        k->gemm_nn(n, w, T, dS, T, mem, ma->ldm, dmt, w, 0); // now dqt
+        k->gemm_tn(T, w, n, dS, T, qt + (size_t)h * q0 * w, w, dm, lddm, 1);
+    );
+    // qt = s · q_h W_k,h: with g_h = s · dqt_h (head-major, scr1),
+    // dq_h = g_h W_k,hᵀ and dW_k,h += q_hᵀ g_h (b_k: zero by construction)
+    to_heads(ma, scr2, scr1, attn_scale(dh));
+    for (int hh = 0; hh < h; hh++) {
+        k->gemm_nt(nq, dh, w, scr1 + (size_t)hh * nq * w, w,
+                   W_k + (size_t)hh * dh * w, w, dq + hh * dh, w, 0);
+        k->gemm_tn(dh, w, nq, q + hh * dh, w, scr1 + (size_t)hh * nq * w, w,
+                   gW_k + (size_t)hh * dh * w, w, 1);
+    }
+}

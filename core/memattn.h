@@ -1,0 +1,67 @@
+// Memory attention in absorbed form (private to core/; docs/DESIGN.md).
+//
+// A memory attention's queries are few (a record's options or questions)
+// and its keys are the record's T memory rows. K = mem W_kᵀ + b_k and
+// V = mem W_vᵀ + b_v are never formed; per head h, with s = 1/√dh:
+//   qt_h = s · q_h W_k,h          (nq, w)   W_k,h = rows [h·dh, (h+1)·dh)
+//   A_h  = softmax(qt_h memᵀ)     (nq, T)   b_k adds q_h·b_k,h to a whole
+//                                           row: the softmax ignores it
+//   mt_h = A_h mem                (nq, w)
+//   o_h  = mt_h W_v,hᵀ + b_v,h    (nq, dh)  the rows of A sum to 1
+// The same numbers as HEAD.md's attention up to float rounding, at
+// 6·h·nq·T·w multiply-adds per record (forward and backward) instead of
+// 6·T·w² + 6·nq·T·w: fewer whenever (h − 1)·nq < w.
+#ifndef CLEF_MEMATTN_H
+#define CLEF_MEMATTN_H
+
+#include <stddef.h>
+
+#include "kernels.h"
+
+// The batch as one memory attention sees it. Queries of record b are rows
+// [q_off[b], q_off[b+1]) of every (nq, ·) tensor, its memory rows
+// [t_off[b], t_off[b+1]) of mem; its maps start at h·m_off[b] in att.
+typedef struct clef_memattn {
+    int nb, w, h;
+    const int *q_off, *t_off;
+    const size_t *m_off;
+    const float *mem; // (T, ldm): memory_norm(M) or M
+    int ldm;
+} clef_memattn;
+
+// The absorbed form of one attention: the batch view and the buffers it
+// saves (qt, mt) or scribbles on (scr) in the forward pass.
+typedef struct clef_mem_absorb {
+    clef_memattn ma;
+    float *qt, *mt, *scr; // saved qt, mt; scratch (h·nq, w)
+    float *scr2, *ascr;   // backward scratch: (h·nq, w); 2·h·Σ nq_b·T_b
+} clef_mem_absorb;
+
+// Which form runs: CLEF_MEMATTN_AUTO picks the one with fewer multiply-adds.
+enum { CLEF_MEMATTN_AUTO = 0, CLEF_MEMATTN_PROJECT = 1, CLEF_MEMATTN_ABSORB = 2 };
+
+// 1 when mode (CLEF_MEMATTN_*) runs the absorbed form for a batch of queries
+// whose Σ_b nq_b·T_b is nqT, against T memory rows in all.
+int clef_memattn_absorbs(int mode, int w, int h, double nqT, double T);
+
+// Forward. q (nq, w) the projected queries (in_proj rows [0, w) applied),
+// W_k, W_v (w, w) in_proj rows [w, 2w) and [2w, 3w), b_v (w).
+// Saves qt (h·nq, w: record b's heads at rows h·q_off[b] ..), att and
+// mt (h·nq, w: head h at rows h·nq ..). o (nq, w) is overwritten.
+// scr: h·nq·w floats.
+void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
+                      const float *q, const float *W_k, const float *W_v,
+                      const float *b_v, float *qt, float *att, float *mt,
+                      float *scr, float *o);
+
+// Backward given dO (nq, w): dq (nq, w) overwritten; gW_k, gW_v, gb_v and
+// dmem (T, lddm) accumulated. scr1, scr2: h·nq·w floats each; ascr:
+// 2·h·Σ_b nq_b·T_b floats (a slice per record: records run in parallel).
+void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
+                      const float *q, const float *W_k, const float *W_v,
+                      const float *qt, const float *att, const float *mt,
+                      const float *dO, float *gW_k, float *gW_v, float *gb_v,
+                      float *dq, float *dmem, int lddm, float *scr1,
+                      float *scr2, float *ascr);
+
+#endif
