@@ -683,3 +683,24 @@ Test(cli, progress_bar_on_a_terminal, .timeout = 60)
     }
     tp_rmdir(dir);
 }
+
+// CLEF_MEMORY_ATTENTION takes auto, project or absorb; anything else is a
+// usage error that names the variable, and nothing is written.
+Test(cli, memory_attention_setting_is_checked, .timeout = 60)
+{
+    char *dir = tp_tmpdir();
+    char *pkg = file_in(dir, "pkg");
+    cr_assert_eq(tp_clef(dir, "fixture --out %s --records 2 --positions 8", pkg), 0);
+    char *run = file_in(dir, "run");
+    setenv("CLEF_MEMORY_ATTENTION", "sideways", 1);
+    int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s", pkg, run);
+    unsetenv("CLEF_MEMORY_ATTENTION");
+    cr_expect_eq(rc, 2);
+    cr_expect(strstr(err_of(dir), "CLEF_MEMORY_ATTENTION") != NULL, "%s", err_of(dir));
+    cr_expect(!tp_exists(run), "the run dir was created");
+    setenv("CLEF_MEMORY_ATTENTION", "project", 1);
+    rc = tp_clef(dir, "train --package %s/package.json --run-dir %s --quiet", pkg, run);
+    unsetenv("CLEF_MEMORY_ATTENTION");
+    cr_expect_eq(rc, 0, "%s", err_of(dir));
+    tp_rmdir(dir);
+}
