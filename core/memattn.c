@@ -25,6 +25,11 @@ int clef_memattn_absorbs(int mode, int w, int h, double nqT, double T)
     return (double)(h - 1) * nqT < T * (double)w;
 }
 
+// The per-head products (nq, w, dh) are small GEMMs that would each run on
+// one thread: the heads themselves split across threads once the products
+// together are worth it. Each head writes its own rows or columns.
+static int heads_parallel(int nq, int w) { return (double)nq * w * w >= 1e6; }
+
 // The score scale of every attention kernel: 1/√dh rounded to float.
 static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
 
@@ -68,10 +73,12 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
                       float *scr, float *o)
 {
     const int w = ma->w, h = ma->h, dh = w / h, nq = ma->q_off[ma->nb];
+    const int par = heads_parallel(nq, w);
     // scr (head-major) = q_h W_k,h; qt = s · scr, record-major
-    for (int hh = 0; hh < h; hh++)
+    CLEF_PAR_FOR(par, int, hh, h,
         k->gemm_nn(nq, w, dh, q + hh * dh, w, W_k + (size_t)hh * dh * w, w,
                    scr + (size_t)hh * nq * w, w, 0);
+    );
     to_records(ma, scr, qt, attn_scale(dh));
     // per record: A (h·nq_b, T_b) = softmax(qt_b memᵀ); scr = A mem
     CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
@@ -85,9 +92,10 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
     );
     to_heads(ma, scr, mt, 1.0f);
     // o_h = mt_h W_v,hᵀ + b_v,h
-    for (int hh = 0; hh < h; hh++)
+    CLEF_PAR_FOR(par, int, hh, h,
         k->gemm_nt(nq, dh, w, mt + (size_t)hh * nq * w, w,
                    W_v + (size_t)hh * dh * w, w, o + hh * dh, w, 0);
+    );
     k->bias_add(nq, w, b_v, o);
 }
 
@@ -99,13 +107,14 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
                       float *scr2, float *ascr)
 {
     const int w = ma->w, h = ma->h, dh = w / h, nq = ma->q_off[ma->nb];
+    const int par = heads_parallel(nq, w);
     // o_h = mt_h W_v,hᵀ + b_v,h: dmt_h = dO_h W_v,h; dW_v,h += dO_hᵀ mt_h
-    for (int hh = 0; hh < h; hh++) {
+    CLEF_PAR_FOR(par, int, hh, h,
         k->gemm_nn(nq, w, dh, dO + hh * dh, w, W_v + (size_t)hh * dh * w, w,
                    scr1 + (size_t)hh * nq * w, w, 0);
         k->gemm_tn(dh, w, nq, dO + hh * dh, w, mt + (size_t)hh * nq * w, w,
                    gW_v + (size_t)hh * dh * w, w, 1);
-    }
+    );
     k->colsum(nq, w, dO, gb_v);
     to_records(ma, scr1, scr2, 1.0f);
     // per record, with dA and dS (h·nq_b, T_b) in its slice of ascr:
@@ -130,10 +139,10 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
     // qt = s · q_h W_k,h: with g_h = s · dqt_h (head-major, scr1),
     // dq_h = g_h W_k,hᵀ and dW_k,h += q_hᵀ g_h (b_k: zero by construction)
     to_heads(ma, scr2, scr1, attn_scale(dh));
-    for (int hh = 0; hh < h; hh++) {
+    CLEF_PAR_FOR(par, int, hh, h,
         k->gemm_nt(nq, dh, w, scr1 + (size_t)hh * nq * w, w,
                    W_k + (size_t)hh * dh * w, w, dq + hh * dh, w, 0);
         k->gemm_tn(dh, w, nq, q + hh * dh, w, scr1 + (size_t)hh * nq * w, w,
                    gW_k + (size_t)hh * dh * w, w, 1);
-    }
+    );
 }
