@@ -46,12 +46,13 @@ static double record_flops(const clef_config *c, double T, double Q, double O,
     fwd += 2 * O * w * d * 2 + 2 * Q * w * d;
     bwd += 2 * O * w * d * 3 + 2 * Q * w * d * 2;
     for (int i = 0; i < c->R; i++) {
-        double lin = 2 * T * 2 * w * w           // K, V of memory
-                     + 2 * O * w * w * 2         // queries, out_proj
+        double lin = 2 * O * w * w * 2           // queries, out_proj
                      + 2 * O * f * w * 2;        // feed-forward
-        double att = 2 * O * T * w * 2;          // Q Kᵀ and A V
-        fwd += lin + att;
-        bwd += 2 * lin + 2 * att;                // weight + input grads
+        fwd += lin;
+        bwd += 2 * lin;                          // weight + input grads
+        fwd += memattn_flops(c, T, O, absorb_route, 0);
+        bwd += memattn_flops(c, T, O, absorb_route, 1) -
+               memattn_flops(c, T, O, absorb_route, 0);
     }
     // summary keys B = qv W_qᵀ, W_g g, residual scorer
     double head_lin = 2 * Q * w * d + 2 * w * d + 2 * O * w * 4 * w + 2 * O * w;

@@ -297,3 +297,27 @@ Test(batch, weights_identical_for_any_thread_count_auto)
 {
     check_thread_invariance("auto");
 }
+
+// core/flops.c counts the work of the form that runs: the projected and the
+// absorbed memory attentions differ by exactly their products' counts
+// (forward + backward = 3 × forward), per routing layer (O queries) and per
+// field layer (Q queries).
+Test(batch, update_flops_follow_the_memory_attention_form)
+{
+    fixture f;
+    fixture_init(&f, 9);
+    const clef_record *r = f.ptr[0];
+    const double T = r->T, Q = r->Q, O = r->O, w = f.cfg.w, h = f.cfg.h;
+    double proj = 0, abs_ = 0;
+    const double nq[2] = {O, Q}, layers[2] = {f.cfg.R, f.cfg.L};
+    for (int i = 0; i < 2; i++) {
+        proj += layers[i] * 3 * (2 * T * 2 * w * w + 2 * nq[i] * T * w * 2);
+        abs_ += layers[i] * 3 * (2 * nq[i] * w * w * 2 + 2 * h * nq[i] * T * w * 2);
+    }
+    double fp = clef_update_flops(&f.cfg, f.ptr, 1, "project");
+    double fa = clef_update_flops(&f.cfg, f.ptr, 1, "absorb");
+    cr_expect(fabs((fp - fa) - (proj - abs_)) <= 1e-9 * fp,
+              "project %.6g - absorb %.6g = %.6g, expected %.6g", fp, fa,
+              fp - fa, proj - abs_);
+    fixture_free(&f);
+}
