@@ -79,7 +79,7 @@ void clef_f32_gemm_nt_14x32__avx512(int M, int N, int K, const float *A, int lda
     // narrow rows of C (N ≤ 8: the small path transposes B and runs row
     // kernels N wide) run faster in ymm
     CLEF_NARROW(N <= 8, clef_f32_gemm_nt_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
-    if (gemm_is_small(M, N, K) ||
+    if (gemm_is_small(M, N, K) || gemm_is_skinny(M) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         if (gemm_nt_small_t(M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
             gemm_nt_small(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
@@ -92,7 +92,7 @@ void clef_f32_gemm_nn_14x32__avx512(int M, int N, int K, const float *A, int lda
     gemm_layout L = {0, 0};
     // narrow rows of C (the tiny head's N = 8) run faster in ymm
     CLEF_NARROW(N <= 8, clef_f32_gemm_nn_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
-    if (gemm_is_small(M, N, K) ||
+    if (gemm_is_small(M, N, K) || gemm_is_skinny(M) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         gemm_rows_small_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
