@@ -321,3 +321,55 @@ Test(batch, update_flops_follow_the_memory_attention_form)
               fp - fa, proj - abs_);
     fixture_free(&f);
 }
+
+// Gradient clipping as torch.nn.utils.clip_grad_norm_: the global norm in
+// double (fixed chunks: the same bits on 1 and 2 threads) matches a plain
+// double sum, and a clipped update equals grads × max / (‖g‖ + 1e-6) fed to
+// the same AdamW step.
+Test(batch, gradient_clipping_follows_clip_grad_norm)
+{
+    fixture a, b;
+    fixture_init_size(&a, 13, 1);
+    fixture_init_size(&b, 13, 1);
+    clef_ws_limits lim;
+    clef_ws_limits_for(a.recs, NREC, 2, &lim);
+    clef_ws *ws = clef_ws_create_limits(&a.cfg, &lim);
+    cr_assert_not_null(ws);
+    clef_train_opts o = opts();
+    const clef_kernels *k = &clef_scalar_kernels;
+
+    // b: the gradients by hand, their norm, then clip and AdamW by hand
+    const int O = a.recs[0].O + a.recs[1].O;
+    float *z = clef_test_falloc(O), *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
+    memset(b.hd.grads, 0, sizeof(float) * b.hd.nparams);
+    clef_batch_forward(k, &b.hd, b.ptr, 2, ws, z);
+    clef_batch_loss(k, ws, z, &o, p, dz);
+    clef_batch_backward(k, &b.hd, ws, dz);
+    double ref = 0.0;
+    for (size_t i = 0; i < b.hd.nparams; i++)
+        ref += (double)b.hd.grads[i] * b.hd.grads[i];
+    ref = sqrt(ref);
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(1);
+    double n1 = clef_grad_norm(&b.hd);
+    omp_set_num_threads(2);
+    double n2 = clef_grad_norm(&b.hd);
+    omp_set_num_threads(before);
+    cr_expect(n1 == n2, "norm %.17g on 1 thread, %.17g on 2", n1, n2);
+    cr_expect(fabs(n1 - ref) <= 1e-12 * ref, "norm %.17g, plain sum %.17g", n1, ref);
+    cr_assert(b.hd.nparams > 3 * ((size_t)1 << 16), "one chunk only: %zu", b.hd.nparams);
+
+    o.max_grad_norm = 0.25 * n1; // clips: coef ≈ 0.25
+    const float c = (float)(o.max_grad_norm / (n1 + 1e-6));
+    for (size_t i = 0; i < b.hd.nparams; i++)
+        b.hd.grads[i] *= c;
+    clef_adamw_step(k, &b.hd, &o);
+
+    clef_train_step(k, &a.hd, a.ptr, 2, ws, &o);
+    cr_expect_eq(memcmp(a.hd.params, b.hd.params, sizeof(float) * a.hd.nparams), 0,
+                 "clipped update differs from grads x %.9g + AdamW", c);
+    free(z), free(p), free(dz);
+    clef_ws_free(ws);
+    fixture_free(&a);
+    fixture_free(&b);
+}
