@@ -65,6 +65,9 @@ struct clef_ws {
     // memory attentions: CLEF_MEMATTN_* requested, and for this batch
     // whether the routing / field layers run the absorbed form
     int memattn, absorb_route, absorb_field;
+    // the next backward writes the weight gradients the GEMMs own instead of
+    // adding to them (the update's first pass: clef_grads_prepare)
+    int grads_fresh;
     // packed per-record constants (pointers into the record when nb == 1)
     const float *xhat, *qvhat, *ctxhat, *lex, *lhat;
     float *xhat_b, *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1

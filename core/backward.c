@@ -48,15 +48,15 @@ static void ffn_bwd(const clef_kernels *k, const clef_config *c, int rows,
                     float *g_ln_w, float *g_ln_b, const float *w1, float *g_w1,
                     float *g_b1, const float *h1, const float *u,
                     const float *w2, float *g_w2, float *g_b2, float *du,
-                    float *dh, float *dln, float *dx)
+                    float *dh, float *dln, float *dx, int acc)
 {
     const int w = c->w, f = c->f;
-    k->gemm_tn(w, f, rows, dout, w, u, f, g_w2, f, 1); // dW₂ (w, f) += doutᵀ u
+    k->gemm_tn(w, f, rows, dout, w, u, f, g_w2, f, acc); // dW₂ (w, f) += doutᵀ u
     k->colsum(rows, w, dout, g_b2);
     k->gemm_nn(rows, f, w, dout, w, w2, f, du, f, 0); // du (rows, f) = dout W₂
     zero(dh, (size_t)rows * f);
     k->gelu_bwd((size_t)rows * f, h1, du, dh);
-    k->gemm_tn(f, w, rows, dh, f, ln->y, w, g_w1, w, 1); // dW₁ (f, w) += dhᵀ LN
+    k->gemm_tn(f, w, rows, dh, f, ln->y, w, g_w1, w, acc); // dW₁ (f, w) += dhᵀ LN
     k->colsum(rows, f, dh, g_b1);
     k->gemm_nn(rows, w, f, dh, f, w1, w, dln, w, 0); // dln (rows, w) = dh W₁
     memcpy(dx, dout, sizeof(float) * (size_t)rows * w);
@@ -85,10 +85,11 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
                       const float *q, const float *kv, int ldkv,
                       const float *att, const float *o, float *dO, float *dq,
                       float *dkv, int lddkv, float *att_scratch, float *dxq,
-                      const clef_mem_absorb *ab, float *dmem, int lddm)
+                      const clef_mem_absorb *ab, float *dmem, int lddm,
+                      int acc)
 {
     const int w = c->w, h = c->h, nq = ar->q_off[nb];
-    k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, 1); // dW_o += dyᵀ O
+    k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, acc); // dW_o += dyᵀ O
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
     if (ab)
@@ -96,7 +97,7 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
                          in_w + (size_t)2 * w * w, ab->qt, att, ab->mt, dO,
                          g_in_w + (size_t)w * w, g_in_w + (size_t)2 * w * w,
                          g_in_b + 2 * w, dq, dmem, lddm, ab->scr, ab->scr2,
-                         ab->ascr);
+                         ab->ascr, acc);
     else
         zero(dq, (size_t)nq * w);
     CLEF_PAR_FOR(!ab && nb > 1, int, b, ab ? 0 : nb,
@@ -109,7 +110,7 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
                          att + h * ar->m_off[b], dO + qr, w, dq + qr, w, dkvb,
                          lddkv, dkvb + w, lddkv, att_scratch + ar->m_off[b]);
     );
-    k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, 1); // dW_q += dqᵀ xq
+    k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, acc); // dW_q += dqᵀ xq
     k->colsum(nq, w, dq, g_in_b);
     k->gemm_nn(nq, w, w, dq, w, in_w, w, dxq, w, 0);
 }
@@ -121,10 +122,10 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
 static void mha_bwd_kv(const clef_kernels *k, const clef_config *c, int nk,
                        const float *dkv, const float *xkv, const float *in_w,
                        float *g_in_w, float *g_in_b, float *sums, float *dxkv,
-                       int accumulate)
+                       int accumulate, int acc)
 {
     const int w = c->w, lddkv = 2 * w, v_only[1] = {w};
-    k->gemm_tn(2 * w, w, nk, dkv, lddkv, xkv, w, g_in_w + (size_t)w * w, w, 1);
+    k->gemm_tn(2 * w, w, nk, dkv, lddkv, xkv, w, g_in_w + (size_t)w * w, w, acc);
     bias_blocks(k, nk, lddkv, dkv, sums, w, v_only, 1, g_in_b + w); // b_v
     k->gemm_nn(nk, w, 2 * w, dkv, lddkv, in_w + (size_t)w * w, w, dxkv, w,
                accumulate);
@@ -148,8 +149,11 @@ static void field_kv_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
         clef_field_tensors *g = &hd->g.field[j];
         float *dst = g->ca_in_w + (size_t)w * w; // rows [w, 3w)
         const float *src = ws->dkvw + (size_t)j * 2 * w * w;
-        for (size_t i = 0; i < (size_t)2 * w * w; i++)
-            dst[i] += src[i];
+        if (ws->grads_fresh)
+            memcpy(dst, src, sizeof(float) * 2 * w * w);
+        else
+            for (size_t i = 0; i < (size_t)2 * w * w; i++)
+                dst[i] += src[i];
         const float *sv = ws->dbias + (size_t)j * 2 * w + w; // b_v only
         for (int i = 0; i < w; i++)
             g->ca_in_b[2 * w + i] += sv[i];
@@ -189,11 +193,12 @@ static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
 
     // residual scorer: res = W_b gelu(W_a feat + b_a) + b_b
     float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC; // (O, w), (O, w), (O, 4w)
-    k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, 1);
+    const int acc = !ws->grads_fresh; // clef_grads_prepare
+    k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
     k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
     zero(dv1, (size_t)O * w);
     k->gelu_bwd((size_t)O * w, ws->v1, du1, dv1);
-    k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, 1);
+    k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, acc);
     k->colsum(O, w, dv1, G->rs0_b);
     k->gemm_nn(O, 4 * w, w, dv1, w, P->rs0_w, 4 * w, dfeat, 4 * w, 0);
 
@@ -251,7 +256,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     // out = xb + FFN(LN3 xb)
     ffn_bwd(k, c, Q, dio, &a->n3, p->n3_w, g->n3_w, g->n3_b, p->l1_w, g->l1_w,
             g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
-            ws->dC, dxb);
+            ws->dC, dxb, !ws->grads_fresh);
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     const int L2w = c->L * 2 * w;
     // (absorbed form: the memory gradient goes straight into dM)
@@ -262,12 +267,13 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
               g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc,
               ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
               ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
-              ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w);
+              ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w,
+              !ws->grads_fresh);
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
     // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
     float *dO = ws->dA, *dqkv = ws->dB_, *dln = ws->dC;
-    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, 1);
+    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, !ws->grads_fresh);
     k->colsum(Q, w, dxa, g->sa_out_b);
     k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
     zero(dqkv, (size_t)Q * 3 * w);
@@ -281,7 +287,8 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
                          dqkv + r3 + 2 * w, 3 * w,
                          ws->att_scratch + ws->qq_off[b]);
     );
-    k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w, 1);
+    k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w,
+               !ws->grads_fresh);
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
     bias_blocks(k, Q, 3 * w, dqkv, ws->dbias, w, q_and_v, 2, g->sa_in_b);
     k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p->sa_in_w, w, dln, w, 0);
@@ -303,7 +310,7 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
 
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
-            ws->dA, ws->dB_, ws->dC, ws->dR1);
+            ws->dA, ws->dB_, ws->dC, ws->dR1, !ws->grads_fresh);
     const clef_mem_absorb ab = {
         {ws->nb, w, c->h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w},
         a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
@@ -315,10 +322,10 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
               g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
               ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC,
-              ws->absorb_route ? &ab : NULL, ws->dmt, w);
+              ws->absorb_route ? &ab : NULL, ws->dmt, w, !ws->grads_fresh);
     if (!ws->absorb_route)
         mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
-                   ws->dbias, ws->dmt, 0);
+                   ws->dbias, ws->dmt, 0, !ws->grads_fresh);
     ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
     ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
@@ -342,7 +349,7 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     for (int b = 0; b < nb; b++)
         k->colsum(ws->q_off[b + 1] - ws->q_off[b], w,
                   dF0 + (size_t)ws->q_off[b] * w, sum + (size_t)b * w);
-    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, 1); // dW_g += sumᵀ g
+    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, !ws->grads_fresh);
     k->gemm_nn(nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
     float *dS = ws->dxa; // (Q, w)
     zero(dS, (size_t)Q * w);
@@ -375,7 +382,7 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
             dbq[i] += gs * ro[i];
         }
     }
-    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, 1); // dW_q += dBᵀ qv
+    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, !ws->grads_fresh);
     k->gemm_nn(Q, d, w, dB, w, P->W_q, d, ws->dqv, d, 1); // dqv += dB W_q
 }
 
@@ -387,13 +394,14 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     clef_tensors *G = &hd->g;
     const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     const float *dR0 = ws->dR; // (O, w)
-    k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, 1);
+    const int acc = !ws->grads_fresh; // clef_grads_prepare
+    k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, acc);
     k->gemm_nn(O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
-    k->gemm_tn(w, d, O, dR0, w, ws->lex, d, G->W_l, d, 1);
+    k->gemm_tn(w, d, O, dR0, w, ws->lex, d, G->W_l, d, acc);
     float *Pq = ws->dx; // (Q, w) Σ_{o∈q} dR⁰_o
     zero(Pq, (size_t)Q * w);
     k->scatter_add_rows(O, ws->owner, w, dR0, Pq);
-    k->gemm_tn(w, d, Q, Pq, w, ws->qv, d, G->W_oq, d, 1);
+    k->gemm_tn(w, d, Q, Pq, w, ws->qv, d, G->W_oq, d, acc);
     k->gemm_nn(Q, d, w, Pq, w, P->W_oq, d, ws->dqv, d, 1);
 }
 
@@ -412,14 +420,15 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     zero(cs, w);
     k->colsum(T, w, ws->dM, cs);
     // threads own column blocks; each column sums over j in order
-    const int nblk = (d + 63) / 64;
+    const int nblk = (d + 63) / 64, fresh = ws->grads_fresh;
     CLEF_PAR_FOR((size_t)w * d > (1 << 16), int, blk, nblk,
         const int i0 = blk * 64, i1 = d - i0 < 64 ? d : i0 + 64;
         for (int j = 0; j < w; j++) {
             const float *Dj = D + (size_t)j * d, *Wj = P->W_m + (size_t)j * d;
             float *gWj = G->W_m + (size_t)j * d;
             for (int i = i0; i < i1; i++) {
-                gWj[i] += Dj[i] * P->hn_w[i] + cs[j] * P->hn_b[i];
+                gWj[i] = (fresh ? 0.f : gWj[i]) + Dj[i] * P->hn_w[i] +
+                         cs[j] * P->hn_b[i];
                 G->hn_w[i] += Wj[i] * Dj[i];
                 G->hn_b[i] += Wj[i] * cs[j];
             }
@@ -444,6 +453,49 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
             G->hn_b[i] += dg[i];
         }
     }
+}
+
+// The weight gradients one GEMM (or, for W_m and the field layers' stacked
+// K | V rows, one loop) writes in full during a backward pass.
+static int owned_count(const clef_head *hd, float **out)
+{
+    clef_tensors *G = (clef_tensors *)&hd->g;
+    int n = 0;
+#define OWN(x) (out ? (void)(out[n] = (x)) : (void)0, n++)
+    OWN(G->W_m), OWN(G->W_q), OWN(G->W_oq), OWN(G->W_g), OWN(G->W_c);
+    OWN(G->W_l), OWN(G->rs0_w), OWN(G->rs3_w);
+    for (int i = 0; i < hd->cfg.R; i++) {
+        clef_route_tensors *r = &G->route[i];
+        OWN(r->in_w), OWN(r->out_w), OWN(r->ff1_w), OWN(r->ff2_w);
+    }
+    for (int j = 0; j < hd->cfg.L; j++) {
+        clef_field_tensors *f = &G->field[j];
+        OWN(f->sa_in_w), OWN(f->sa_out_w), OWN(f->ca_in_w), OWN(f->ca_out_w);
+        OWN(f->l1_w), OWN(f->l2_w);
+    }
+#undef OWN
+    return n;
+}
+
+void clef_grads_prepare(clef_head *hd, clef_ws *ws)
+{
+    enum { MAXOWN = 8 + 4 * 64 + 6 * 64 };
+    float *own[MAXOWN];
+    const int nown = hd->cfg.R <= 64 && hd->cfg.L <= 64 ? owned_count(hd, own) : -1;
+    if (nown < 0) { // an unusual head: clear everything, add as before
+        memset(hd->grads, 0, sizeof(float) * hd->nparams);
+        ws->grads_fresh = 0;
+        return;
+    }
+    for (int t = 0; t < hd->ntensors; t++) {
+        float *g = hd->grads + hd->tensors[t].offset;
+        int owned = 0;
+        for (int i = 0; i < nown && !owned; i++)
+            owned = own[i] == g;
+        if (!owned)
+            memset(g, 0, sizeof(float) * hd->tensors[t].numel);
+    }
+    ws->grads_fresh = 1;
 }
 
 void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,

@@ -2,6 +2,7 @@
 #ifndef CLEF_FORWARD_H
 #define CLEF_FORWARD_H
 
+#include "head.h"
 #include "kernels.h"
 
 // y (rows, out) = x (rows, in) Wᵀ (out, in) + b (out); b may be NULL.
@@ -11,5 +12,13 @@ void clef_linear_fwd(const clef_kernels *k, int rows, int out, int in,
 float clef_kappa(float s);
 float clef_sigmoid(float x);
 #define CLEF_LN100 4.605170185988091f
+
+// Before an update's first backward pass: zeroes every gradient except the
+// weight matrices whose gradient one GEMM (or one loop) writes in full, and
+// sets ws->grads_fresh so that pass writes those instead of adding to them.
+// Saves clearing 99 % of the gradients and reading them back once. The
+// caller clears ws->grads_fresh after the pass (sub-batches then add).
+struct clef_ws;
+void clef_grads_prepare(clef_head *hd, struct clef_ws *ws);
 
 #endif

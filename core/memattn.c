@@ -104,7 +104,7 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
                       const float *qt, const float *att, const float *mt,
                       const float *dO, float *gW_k, float *gW_v, float *gb_v,
                       float *dq, float *dmem, int lddm, float *scr1,
-                      float *scr2, float *ascr)
+                      float *scr2, float *ascr, int wacc)
 {
     const int w = ma->w, h = ma->h, dh = w / h, nq = ma->q_off[ma->nb];
     const int par = heads_parallel(nq, w);
@@ -113,7 +113,7 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
         k->gemm_nn(nq, w, dh, dO + hh * dh, w, W_v + (size_t)hh * dh * w, w,
                    scr1 + (size_t)hh * nq * w, w, 0);
         k->gemm_tn(dh, w, nq, dO + hh * dh, w, mt + (size_t)hh * nq * w, w,
-                   gW_v + (size_t)hh * dh * w, w, 1);
+                   gW_v + (size_t)hh * dh * w, w, wacc);
     );
     k->colsum(nq, w, dO, gb_v);
     to_records(ma, scr1, scr2, 1.0f);
@@ -143,6 +143,6 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
         k->gemm_nt(nq, dh, w, scr1 + (size_t)hh * nq * w, w,
                    W_k + (size_t)hh * dh * w, w, dq + hh * dh, w, 0);
         k->gemm_tn(dh, w, nq, q + hh * dh, w, scr1 + (size_t)hh * nq * w, w,
-                   gW_k + (size_t)hh * dh * w, w, 1);
+                   gW_k + (size_t)hh * dh * w, w, wacc);
     );
 }

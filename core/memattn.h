@@ -54,14 +54,15 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
                       const float *b_v, float *qt, float *att, float *mt,
                       float *scr, float *o);
 
-// Backward given dO (nq, w): dq (nq, w) overwritten; gW_k, gW_v, gb_v and
-// dmem (T, lddm) accumulated. scr1, scr2: h·nq·w floats each; ascr:
+// Backward given dO (nq, w): dq (nq, w) overwritten; gb_v and dmem (T, lddm)
+// accumulated, gW_k and gW_v too when wacc (else overwritten: the update's
+// first backward, clef_grads_prepare). scr1, scr2: h·nq·w floats each; ascr:
 // 2·h·Σ_b nq_b·T_b floats (a slice per record: records run in parallel).
 void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
                       const float *q, const float *W_k, const float *W_v,
                       const float *qt, const float *att, const float *mt,
                       const float *dO, float *gW_k, float *gW_v, float *gb_v,
                       float *dq, float *dmem, int lddm, float *scr1,
-                      float *scr2, float *ascr);
+                      float *scr2, float *ascr, int wacc);
 
 #endif

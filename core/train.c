@@ -1,6 +1,7 @@
 // Loss, one training update and AdamW (HEAD.md §6, §8).
 #include "acts.h"
 #include "batch.h"
+#include "forward.h"
 #include "head.h"
 #include "par.h"
 
@@ -181,18 +182,6 @@ static void clip_grads(clef_head *hd, double max_norm)
     );
 }
 
-// Gradients to zero before an update: a released head's are 512 MB, so the
-// threads clear fixed chunks of it.
-static void zero_grads(clef_head *hd)
-{
-    const size_t chunk = (size_t)1 << 18, n = hd->nparams;
-    const size_t nchunks = (n + chunk - 1) / chunk;
-    CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
-        const size_t c0 = ci * chunk;
-        memset(hd->grads + c0, 0, sizeof(float) * (n - c0 < chunk ? n - c0 : chunk));
-    );
-}
-
 // The longest prefix of recs (at least 1) that fits the workspace.
 static int fitting_prefix(const clef_ws *ws, const clef_record *const *recs,
                           int n)
@@ -209,7 +198,7 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
 {
     int n_q, n_score;
     clef_batch_counts(recs, n, &n_q, &n_score);
-    zero_grads(hd);
+    clef_grads_prepare(hd, ws); // the first pass writes the big weight grads
     double loss = 0.0;
     // One packed pass when the batch fits the workspace; otherwise packed
     // sub-batches in order. Backward accumulates and the loss is normalised
@@ -219,6 +208,7 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
         loss += batch_loss(k, ws, ws->z, o, n_q, n_score, ws->p, ws->dz);
         clef_batch_backward(k, hd, ws, ws->dz);
+        ws->grads_fresh = 0; // later sub-batches add
         b += m;
     }
     if (o->max_grad_norm > 0)

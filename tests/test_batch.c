@@ -373,3 +373,60 @@ Test(batch, gradient_clipping_follows_clip_grad_norm)
     fixture_free(&a);
     fixture_free(&b);
 }
+
+// clef_train_step clears only the small gradients and lets the update's first
+// backward pass write the weight gradients its GEMMs own: with the gradient
+// buffer full of NaN beforehand, a step must still equal zeroed gradients,
+// plain accumulation and AdamW, bit for bit (both memory-attention forms;
+// one packed pass, and sub-batches that add after the first).
+static void first_pass_writes_every_owned_gradient(const char *mode, int B)
+{
+    fixture a, b;
+    fixture_init(&a, 21);
+    fixture_init(&b, 21);
+    clef_ws_limits lim;
+    clef_ws_limits_for(a.recs, NREC, B, &lim);
+    clef_ws *wa = clef_ws_create_limits(&a.cfg, &lim);
+    clef_ws_limits_for(b.recs, NREC, NREC, &lim);
+    clef_ws *wb = clef_ws_create_limits(&b.cfg, &lim);
+    cr_assert(wa && wb);
+    cr_assert_eq(clef_ws_set_memory_attention(wa, mode), 0);
+    cr_assert_eq(clef_ws_set_memory_attention(wb, mode), 0);
+    clef_train_opts o = opts();
+    const clef_kernels *k = &clef_scalar_kernels;
+
+    clef_test_fill_const(a.hd.grads, a.hd.nparams, NAN);
+    clef_train_step(k, &a.hd, a.ptr, NREC, wa, &o);
+
+    // the plain way, one record at a time into zeroed gradients
+    int n_q, n_score, O = 0;
+    clef_batch_counts(b.ptr, NREC, &n_q, &n_score);
+    for (int r = 0; r < NREC; r++)
+        O = O > b.recs[r].O ? O : b.recs[r].O;
+    float *z = clef_test_falloc(O), *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
+    memset(b.hd.grads, 0, sizeof(float) * b.hd.nparams);
+    for (int r = 0; r < NREC; r++) {
+        clef_batch_forward(k, &b.hd, b.ptr + r, 1, wb, z);
+        clef_record_loss(k, b.ptr[r], z, &o, n_q, n_score, p, dz);
+        clef_batch_backward(k, &b.hd, wb, dz);
+    }
+    clef_adamw_step(k, &b.hd, &o);
+    for (size_t i = 0; i < a.hd.nparams; i++)
+        cr_assert(isfinite(a.hd.params[i]), "%s B=%d: param %zu is %g: a "
+                  "gradient the first pass owns was not written", mode, B, i,
+                  a.hd.params[i]);
+    expect_close_rel("param", a.hd.params, b.hd.params, a.hd.nparams, 1e-3);
+    free(z), free(p), free(dz);
+    clef_ws_free(wa);
+    clef_ws_free(wb);
+    fixture_free(&a);
+    fixture_free(&b);
+}
+
+Test(batch, first_pass_writes_every_owned_gradient)
+{
+    first_pass_writes_every_owned_gradient("project", NREC);
+    first_pass_writes_every_owned_gradient("project", 2);
+    first_pass_writes_every_owned_gradient("absorb", NREC);
+    first_pass_writes_every_owned_gradient("absorb", 2);
+}
