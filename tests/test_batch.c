@@ -6,6 +6,8 @@
 #include <float.h>
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "head.h"
@@ -429,4 +431,91 @@ Test(batch, first_pass_writes_every_owned_gradient)
     first_pass_writes_every_owned_gradient("project", 2);
     first_pass_writes_every_owned_gradient("absorb", NREC);
     first_pass_writes_every_owned_gradient("absorb", 2);
+}
+
+// Every backend runs the whole head as the scalar reference does, in both
+// memory-attention forms: logits and gradients of one packed batch agree
+// within 128 FLT_EPSILON of their largest magnitude (measured: logits 4-6,
+// gradients 21-26; a deep chain of
+// differently ordered float sums; the per-op bounds are in tests/test_isa_*).
+static void backend_matches_scalar(const char *backend, const char *mode)
+{
+    const clef_backend *be = clef_backend_find(backend);
+    cr_assert_not_null(be, "backend %s not registered", backend);
+    const char *why = clef_backend_unavailable(be);
+    if (why)
+        cr_skip_test("backend %s: %s", backend, why);
+    fixture f[2];
+    const clef_kernels *ks[2] = {&clef_scalar_kernels, be->table};
+    float *z[2], *g[2];
+    int O = 0;
+    for (int i = 0; i < 2; i++) {
+        fixture_init_size(&f[i], 31, 1);
+        clef_ws_limits lim;
+        clef_ws_limits_for(f[i].recs, NREC, NREC, &lim);
+        clef_ws *ws = clef_ws_create_limits(&f[i].cfg, &lim);
+        cr_assert_not_null(ws);
+        cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
+        O = 0;
+        for (int b = 0; b < NREC; b++)
+            O += f[i].recs[b].O;
+        z[i] = clef_test_falloc(O);
+        float *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
+        clef_train_opts o = opts();
+        memset(f[i].hd.grads, 0, sizeof(float) * f[i].hd.nparams);
+        clef_batch_forward(ks[i], &f[i].hd, f[i].ptr, NREC, ws, z[i]);
+        clef_batch_loss(ks[i], ws, z[i], &o, p, dz);
+        clef_batch_backward(ks[i], &f[i].hd, ws, dz);
+        g[i] = f[i].hd.grads;
+        free(p), free(dz);
+        clef_ws_free(ws);
+    }
+    const double tol_z = 128 * FLT_EPSILON * fmax(clef_test_max_abs(z[0], O), 1.0);
+    const double tol_g = 128 * FLT_EPSILON * clef_test_max_abs(g[0], f[0].hd.nparams);
+    for (int o = 0; o < O; o++)
+        cr_expect(fabs((double)z[1][o] - z[0][o]) <= tol_z,
+                  "%s (%s) logit %d: %.9g, scalar %.9g", backend, mode, o,
+                  z[1][o], z[0][o]);
+    size_t bad = 0, first = 0;
+    double worst_g = 0, worst_z = 0;
+    for (size_t i = 0; i < f[0].hd.nparams; i++) {
+        double e = fabs((double)g[1][i] - g[0][i]);
+        worst_g = fmax(worst_g, e);
+        if (!(e <= tol_g) && !bad++)
+            first = i;
+    }
+    for (int o = 0; o < O; o++)
+        worst_z = fmax(worst_z, fabs((double)z[1][o] - z[0][o]));
+    if (getenv("CLEF_TEST_BACKEND_REPORT"))
+        fprintf(stderr, "[batch] %s (%s): worst logit %.1f, gradient %.1f "
+                        "FLT_EPSILON of scale (allowed 128)\n", backend, mode,
+                worst_z / (tol_z / 128), worst_g / (tol_g / 128));
+    cr_expect_eq(bad, 0, "%s (%s): %zu gradients differ from scalar by more "
+                         "than %.3g; first [%zu] %.9g vs %.9g", backend, mode,
+                 bad, tol_g, first, g[1][first], g[0][first]);
+    for (int i = 0; i < 2; i++) {
+        free(z[i]);
+        fixture_free(&f[i]);
+    }
+}
+
+Test(batch, backends_match_scalar_avx2)
+{
+    backend_matches_scalar("avx2", "project");
+    backend_matches_scalar("avx2", "absorb");
+}
+Test(batch, backends_match_scalar_avx512)
+{
+    backend_matches_scalar("avx512", "project");
+    backend_matches_scalar("avx512", "absorb");
+}
+Test(batch, backends_match_scalar_onednn)
+{
+    backend_matches_scalar("onednn", "project");
+    backend_matches_scalar("onednn", "absorb");
+}
+Test(batch, backends_match_scalar_blis)
+{
+    backend_matches_scalar("blis", "project");
+    backend_matches_scalar("blis", "absorb");
 }
