@@ -436,8 +436,9 @@ Test(batch, first_pass_writes_every_owned_gradient)
 // Every backend runs the whole head as the scalar reference does, in both
 // memory-attention forms: logits and gradients of one packed batch agree
 // within 128 FLT_EPSILON of their largest magnitude (measured: logits 4-6,
-// gradients 21-26; a deep chain of
-// differently ordered float sums; the per-op bounds are in tests/test_isa_*).
+// gradients 21-26; a deep chain of differently ordered float sums; the
+// per-op bounds are in tests/test_isa_*). CLEF_TEST_BACKEND_REPORT=1 prints
+// the worst errors.
 static void backend_matches_scalar(const char *backend, const char *mode)
 {
     const clef_backend *be = clef_backend_find(backend);
