@@ -33,38 +33,36 @@ static int heads_parallel(int nq, int w) { return (double)nq * w * w >= 1e6; }
 // The score scale of every attention kernel: 1/√dh rounded to float.
 static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
 
-// dst (record-major) = s · src (head-major); s = 1 copies.
-static void to_records(const clef_memattn *ma, const float *src, float *dst,
-                       float s)
+// Copies between the two row orders, scaled by s (s = 1 copies exactly):
+// head-major → record-major when to_records, else the reverse.
+static void reorder(const clef_memattn *ma, const float *src, float *dst,
+                    float s, int to_records)
 {
     const int w = ma->w, h = ma->h, nq = ma->q_off[ma->nb];
     for (int b = 0; b < ma->nb; b++) {
         const int q0 = ma->q_off[b], n = ma->q_off[b + 1] - q0;
         for (int hh = 0; hh < h; hh++)
             for (int i = 0; i < n; i++) {
-                const float *x = src + ((size_t)hh * nq + q0 + i) * w;
-                float *y = dst + ((size_t)h * q0 + (size_t)hh * n + i) * w;
+                const size_t hm = ((size_t)hh * nq + q0 + i) * w;
+                const size_t rm = ((size_t)h * q0 + (size_t)hh * n + i) * w;
+                const float *x = src + (to_records ? hm : rm);
+                float *y = dst + (to_records ? rm : hm);
                 for (int j = 0; j < w; j++)
                     y[j] = x[j] * s;
             }
     }
 }
 
-// dst (head-major) = s · src (record-major).
+static void to_records(const clef_memattn *ma, const float *src, float *dst,
+                       float s)
+{
+    reorder(ma, src, dst, s, 1);
+}
+
 static void to_heads(const clef_memattn *ma, const float *src, float *dst,
                      float s)
 {
-    const int w = ma->w, h = ma->h, nq = ma->q_off[ma->nb];
-    for (int b = 0; b < ma->nb; b++) {
-        const int q0 = ma->q_off[b], n = ma->q_off[b + 1] - q0;
-        for (int hh = 0; hh < h; hh++)
-            for (int i = 0; i < n; i++) {
-                const float *x = src + ((size_t)h * q0 + (size_t)hh * n + i) * w;
-                float *y = dst + ((size_t)hh * nq + q0 + i) * w;
-                for (int j = 0; j < w; j++)
-                    y[j] = x[j] * s;
-            }
-    }
+    reorder(ma, src, dst, s, 0);
 }
 
 void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
