@@ -260,9 +260,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     const int L2w = c->L * 2 * w;
     // (absorbed form: the memory gradient goes straight into dM)
-    const clef_mem_absorb ab = {
-        {ws->nb, w, h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w},
-        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+    const clef_mem_absorb ab = clef_field_absorb(ws, a);
     mha_bwd_q(k, c, ws->nb, &ar, dxb, a->n2.y, p->ca_in_w, p->ca_out_w,
               g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc,
               ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
@@ -311,9 +309,7 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
             ws->dA, ws->dB_, ws->dC, ws->dR1, !ws->grads_fresh);
-    const clef_mem_absorb ab = {
-        {ws->nb, w, c->h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w},
-        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+    const clef_mem_absorb ab = clef_route_absorb(ws, a);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
     if (ws->absorb_route)
         zero(ws->dmt, (size_t)T * w);

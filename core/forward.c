@@ -99,6 +99,22 @@ static void ffn_fwd(const clef_kernels *k, const clef_config *c, int rows,
 
 // ---- the head ----
 
+clef_mem_absorb clef_route_absorb(const clef_ws *ws, const route_acts *a)
+{
+    const int w = ws->cfg.w;
+    return (clef_mem_absorb){
+        {ws->nb, w, ws->cfg.h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w},
+        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+}
+
+clef_mem_absorb clef_field_absorb(const clef_ws *ws, const field_acts *a)
+{
+    const int w = ws->cfg.w;
+    return (clef_mem_absorb){
+        {ws->nb, w, ws->cfg.h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w},
+        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+}
+
 // Evidence routing layer: options attend to their record's memory, never to
 // each other.
 static void route_fwd(const clef_kernels *k, const clef_config *c,
@@ -109,9 +125,7 @@ static void route_fwd(const clef_kernels *k, const clef_config *c,
     const att_rows ar = {ws->o_off, ws->t_off, ws->ot_off};
     ln_fwd(k, T, w, ws->M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
     ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn);     // (O, w)
-    const clef_mem_absorb ab = {
-        {ws->nb, w, c->h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w},
-        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+    const clef_mem_absorb ab = clef_route_absorb(ws, a);
     mha_fwd(k, c, ws->nb, &ar, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w,
             p->out_b, a->q, a->kv, 2 * w, a->att, a->o, R, a->r1,
             ws->absorb_route ? &ab : NULL);
@@ -141,9 +155,7 @@ static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
     // cross-attention to the RAW memory M (no norm on the memory side)
     const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
     ln_fwd(k, Q, w, a->xa, p->n2_w, p->n2_b, &a->n2);
-    const clef_mem_absorb ab = {
-        {ws->nb, w, h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w},
-        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+    const clef_mem_absorb ab = clef_field_absorb(ws, a);
     mha_fwd(k, c, ws->nb, &ar, a->n2.y, NULL, p->ca_in_w, p->ca_in_b,
             p->ca_out_w, p->ca_out_b, a->qc, ws->kvc + (size_t)j * 2 * w,
             c->L * 2 * w, a->ca, a->ca_o, a->xa, a->xb,

@@ -4,6 +4,7 @@
 
 #include "head.h"
 #include "kernels.h"
+#include "memattn.h"
 
 // y (rows, out) = x (rows, in) Wᵀ (out, in) + b (out); b may be NULL.
 void clef_linear_fwd(const clef_kernels *k, int rows, int out, int in,
@@ -12,6 +13,16 @@ void clef_linear_fwd(const clef_kernels *k, int rows, int out, int in,
 float clef_kappa(float s);
 float clef_sigmoid(float x);
 #define CLEF_LN100 4.605170185988091f
+
+// The absorbed form (core/memattn.h) of routing layer a's attention over
+// memory_norm(M), and of field layer a's cross-attention over M, with the
+// workspace's scratch: what forward and backward both hand to memattn.
+struct route_acts;
+struct field_acts;
+clef_mem_absorb clef_route_absorb(const struct clef_ws *ws,
+                                  const struct route_acts *a);
+clef_mem_absorb clef_field_absorb(const struct clef_ws *ws,
+                                  const struct field_acts *a);
 
 // Before an update's first backward pass: zeroes every gradient except the
 // weight matrices whose gradient one GEMM (or one loop) writes in full, and
