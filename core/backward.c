@@ -13,6 +13,10 @@
 
 static void zero(float *x, size_t n) { memset(x, 0, sizeof(float) * n); }
 
+// Accumulate flag of the weight-gradient writers: 0 on the update's first
+// pass, when they own their gradient outright (clef_grads_prepare).
+static int grad_acc(const clef_ws *ws) { return !ws->grads_fresh; }
+
 // The gradients of a packed in_proj bias: sums (ld) = Σ_rows of x (rows, ld)
 // (one colsum kernel call), then db[i] += sums[off + i] for the blocks kept.
 static void bias_blocks(const clef_kernels *k, int rows, int ld,
@@ -193,7 +197,7 @@ static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
 
     // residual scorer: res = W_b gelu(W_a feat + b_a) + b_b
     float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC; // (O, w), (O, w), (O, 4w)
-    const int acc = !ws->grads_fresh; // clef_grads_prepare
+    const int acc = grad_acc(ws);
     k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
     k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
     zero(dv1, (size_t)O * w);
@@ -256,7 +260,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     // out = xb + FFN(LN3 xb)
     ffn_bwd(k, c, Q, dio, &a->n3, p->n3_w, g->n3_w, g->n3_b, p->l1_w, g->l1_w,
             g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
-            ws->dC, dxb, !ws->grads_fresh);
+            ws->dC, dxb, grad_acc(ws));
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     const int L2w = c->L * 2 * w;
     // (absorbed form: the memory gradient goes straight into dM)
@@ -266,12 +270,12 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
               ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
               ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
               ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w,
-              !ws->grads_fresh);
+              grad_acc(ws));
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
     // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
     float *dO = ws->dA, *dqkv = ws->dB_, *dln = ws->dC;
-    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, !ws->grads_fresh);
+    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, grad_acc(ws));
     k->colsum(Q, w, dxa, g->sa_out_b);
     k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
     zero(dqkv, (size_t)Q * 3 * w);
@@ -286,7 +290,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
                          ws->att_scratch + ws->qq_off[b]);
     );
     k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w,
-               !ws->grads_fresh);
+               grad_acc(ws));
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
     bias_blocks(k, Q, 3 * w, dqkv, ws->dbias, w, q_and_v, 2, g->sa_in_b);
     k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p->sa_in_w, w, dln, w, 0);
@@ -308,7 +312,7 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
 
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
-            ws->dA, ws->dB_, ws->dC, ws->dR1, !ws->grads_fresh);
+            ws->dA, ws->dB_, ws->dC, ws->dR1, grad_acc(ws));
     const clef_mem_absorb ab = clef_route_absorb(ws, a);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
     if (ws->absorb_route)
@@ -318,10 +322,10 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
               g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
               ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC,
-              ws->absorb_route ? &ab : NULL, ws->dmt, w, !ws->grads_fresh);
+              ws->absorb_route ? &ab : NULL, ws->dmt, w, grad_acc(ws));
     if (!ws->absorb_route)
         mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
-                   ws->dbias, ws->dmt, 0, !ws->grads_fresh);
+                   ws->dbias, ws->dmt, 0, grad_acc(ws));
     ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
     ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
@@ -345,7 +349,7 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     for (int b = 0; b < nb; b++)
         k->colsum(ws->q_off[b + 1] - ws->q_off[b], w,
                   dF0 + (size_t)ws->q_off[b] * w, sum + (size_t)b * w);
-    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, !ws->grads_fresh);
+    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, grad_acc(ws));
     k->gemm_nn(nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
     float *dS = ws->dxa; // (Q, w)
     zero(dS, (size_t)Q * w);
@@ -378,7 +382,7 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
             dbq[i] += gs * ro[i];
         }
     }
-    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, !ws->grads_fresh);
+    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, grad_acc(ws));
     k->gemm_nn(Q, d, w, dB, w, P->W_q, d, ws->dqv, d, 1); // dqv += dB W_q
 }
 
@@ -390,7 +394,7 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     clef_tensors *G = &hd->g;
     const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     const float *dR0 = ws->dR; // (O, w)
-    const int acc = !ws->grads_fresh; // clef_grads_prepare
+    const int acc = grad_acc(ws);
     k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, acc);
     k->gemm_nn(O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
     k->gemm_tn(w, d, O, dR0, w, ws->lex, d, G->W_l, d, acc);
@@ -451,44 +455,33 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     }
 }
 
-// The weight gradients one GEMM (or, for W_m and the field layers' stacked
-// K | V rows, one loop) writes in full during a backward pass.
-static int owned_count(const clef_head *hd, float **out)
+// 1 when g is a weight gradient one GEMM (or, for W_m and the field layers'
+// stacked K | V rows, one loop) writes in full during a backward pass.
+static int owned_by_a_pass(const clef_head *hd, const float *g)
 {
-    clef_tensors *G = (clef_tensors *)&hd->g;
-    int n = 0;
-#define OWN(x) (out ? (void)(out[n] = (x)) : (void)0, n++)
-    OWN(G->W_m), OWN(G->W_q), OWN(G->W_oq), OWN(G->W_g), OWN(G->W_c);
-    OWN(G->W_l), OWN(G->rs0_w), OWN(G->rs3_w);
+    const clef_tensors *G = &hd->g;
+    if (g == G->W_m || g == G->W_q || g == G->W_oq || g == G->W_g ||
+        g == G->W_c || g == G->W_l || g == G->rs0_w || g == G->rs3_w)
+        return 1;
     for (int i = 0; i < hd->cfg.R; i++) {
-        clef_route_tensors *r = &G->route[i];
-        OWN(r->in_w), OWN(r->out_w), OWN(r->ff1_w), OWN(r->ff2_w);
+        const clef_route_tensors *r = &G->route[i];
+        if (g == r->in_w || g == r->out_w || g == r->ff1_w || g == r->ff2_w)
+            return 1;
     }
     for (int j = 0; j < hd->cfg.L; j++) {
-        clef_field_tensors *f = &G->field[j];
-        OWN(f->sa_in_w), OWN(f->sa_out_w), OWN(f->ca_in_w), OWN(f->ca_out_w);
-        OWN(f->l1_w), OWN(f->l2_w);
+        const clef_field_tensors *f = &G->field[j];
+        if (g == f->sa_in_w || g == f->sa_out_w || g == f->ca_in_w ||
+            g == f->ca_out_w || g == f->l1_w || g == f->l2_w)
+            return 1;
     }
-#undef OWN
-    return n;
+    return 0;
 }
 
 void clef_grads_prepare(clef_head *hd, clef_ws *ws)
 {
-    enum { MAXOWN = 8 + 4 * 64 + 6 * 64 };
-    float *own[MAXOWN];
-    const int nown = hd->cfg.R <= 64 && hd->cfg.L <= 64 ? owned_count(hd, own) : -1;
-    if (nown < 0) { // an unusual head: clear everything, add as before
-        memset(hd->grads, 0, sizeof(float) * hd->nparams);
-        ws->grads_fresh = 0;
-        return;
-    }
     for (int t = 0; t < hd->ntensors; t++) {
         float *g = hd->grads + hd->tensors[t].offset;
-        int owned = 0;
-        for (int i = 0; i < nown && !owned; i++)
-            owned = own[i] == g;
-        if (!owned)
+        if (!owned_by_a_pass(hd, g))
             memset(g, 0, sizeof(float) * hd->tensors[t].numel);
     }
     ws->grads_fresh = 1;

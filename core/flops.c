@@ -3,32 +3,22 @@
 // 2·M·N·K per product. Elementwise ops, LayerNorms and AdamW are not
 // counted (they are memory-bound), so a FLOP rate computed from this is a
 // lower bound on the work done.
-#include <string.h>
-
 #include "head.h"
 #include "memattn.h"
 
-// One memory attention of nq queries over T rows, forward (+ backward): the
+// The forward work of one memory attention of nq queries over T rows: the
 // K | V projections and the core (Q Kᵀ, A V), or the absorbed form
 // (core/memattn.h): q W_k,h and mt W_v,hᵀ per head, then qt memᵀ and A mem
-// over all heads; backward twice the products of each.
+// over all heads. Either way the backward pass does each product twice.
 static double memattn_flops(const clef_config *c, double T, double nq,
-                            int absorb, int backward)
+                            int absorb)
 {
     const double w = c->w, h = c->h;
-    double fwd, bwd;
-    if (absorb) {
-        double heads = 2 * nq * w * w * 2;   // q W_k,h and mt W_v,hᵀ, all h
-        double mem = 2 * h * nq * T * w * 2; // qt memᵀ and A mem
-        fwd = heads + mem;
-        bwd = 2 * heads + 2 * mem;
-    } else {
-        double lin = 2 * T * 2 * w * w; // K, V of memory
-        double att = 2 * nq * T * w * 2; // Q Kᵀ and A V
-        fwd = lin + att;
-        bwd = 2 * lin + 2 * att;
-    }
-    return backward ? fwd + bwd : fwd;
+    if (absorb)
+        return 2 * nq * w * w * 2      // q W_k,h and mt W_v,hᵀ, all h
+               + 2 * h * nq * T * w * 2; // qt memᵀ and A mem
+    return 2 * T * 2 * w * w    // K, V of memory
+           + 2 * nq * T * w * 2; // Q Kᵀ and A V
 }
 
 // Σ over records of one record's products, forward only or forward+backward;
@@ -50,9 +40,8 @@ static double record_flops(const clef_config *c, double T, double Q, double O,
                      + 2 * O * f * w * 2;        // feed-forward
         fwd += lin;
         bwd += 2 * lin;                          // weight + input grads
-        fwd += memattn_flops(c, T, O, absorb_route, 0);
-        bwd += memattn_flops(c, T, O, absorb_route, 1) -
-               memattn_flops(c, T, O, absorb_route, 0);
+        fwd += memattn_flops(c, T, O, absorb_route);
+        bwd += 2 * memattn_flops(c, T, O, absorb_route);
     }
     // summary keys B = qv W_qᵀ, W_g g, residual scorer
     double head_lin = 2 * Q * w * d + 2 * w * d + 2 * O * w * 4 * w + 2 * O * w;
@@ -65,9 +54,8 @@ static double record_flops(const clef_config *c, double T, double Q, double O,
         double att = 2 * Q * Q * w * 2;                 // self-attn core
         fwd += lin + att;
         bwd += 2 * lin + 2 * att;
-        fwd += memattn_flops(c, T, Q, absorb_field, 0);
-        bwd += memattn_flops(c, T, Q, absorb_field, 1) -
-               memattn_flops(c, T, Q, absorb_field, 0);
+        fwd += memattn_flops(c, T, Q, absorb_field);
+        bwd += 2 * memattn_flops(c, T, Q, absorb_field);
     }
     return backward ? fwd + bwd : fwd;
 }
@@ -89,11 +77,9 @@ static void batch_forms(const clef_config *c, const clef_record *const *recs,
 double clef_update_flops(const clef_config *c, const clef_record *const *recs,
                          int n, const char *memory_attention)
 {
-    int mode = CLEF_MEMATTN_AUTO, ar, af;
-    if (memory_attention && !strcmp(memory_attention, "project"))
-        mode = CLEF_MEMATTN_PROJECT;
-    else if (memory_attention && !strcmp(memory_attention, "absorb"))
-        mode = CLEF_MEMATTN_ABSORB;
+    int mode = clef_memattn_mode(memory_attention), ar, af;
+    if (mode < 0) // NULL or unknown: auto
+        mode = CLEF_MEMATTN_AUTO;
     batch_forms(c, recs, n, mode, &ar, &af);
     double s = 0;
     for (int b = 0; b < n; b++)

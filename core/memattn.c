@@ -15,6 +15,17 @@
 
 #include "par.h"
 
+int clef_memattn_mode(const char *name)
+{
+    static const char *const names[] = {"auto", "project", "absorb"};
+    static const int modes[] = {CLEF_MEMATTN_AUTO, CLEF_MEMATTN_PROJECT,
+                                CLEF_MEMATTN_ABSORB};
+    for (int i = 0; name && i < 3; i++)
+        if (!strcmp(name, names[i]))
+            return modes[i];
+    return -1;
+}
+
 int clef_memattn_absorbs(int mode, int w, int h, double nqT, double T)
 {
     if (mode == CLEF_MEMATTN_PROJECT)

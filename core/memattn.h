@@ -40,6 +40,9 @@ typedef struct clef_mem_absorb {
 // Which form runs: CLEF_MEMATTN_AUTO picks the one with fewer multiply-adds.
 enum { CLEF_MEMATTN_AUTO = 0, CLEF_MEMATTN_PROJECT = 1, CLEF_MEMATTN_ABSORB = 2 };
 
+// The CLEF_MEMATTN_* of "auto", "project" or "absorb"; -1 for anything else.
+int clef_memattn_mode(const char *name);
+
 // 1 when mode (CLEF_MEMATTN_*) runs the absorbed form for a batch of queries
 // whose Σ_b nq_b·T_b is nqT, against T memory rows in all.
 int clef_memattn_absorbs(int mode, int w, int h, double nqT, double T);

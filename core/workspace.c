@@ -245,15 +245,11 @@ void clef_ws_limits_for(const clef_record *recs, int nrec, int B,
 
 int clef_ws_set_memory_attention(clef_ws *ws, const char *mode)
 {
-    static const char *const names[] = {"auto", "project", "absorb"};
-    static const int modes[] = {CLEF_MEMATTN_AUTO, CLEF_MEMATTN_PROJECT,
-                                CLEF_MEMATTN_ABSORB};
-    for (int i = 0; i < 3; i++)
-        if (mode && !strcmp(mode, names[i])) {
-            ws->memattn = modes[i];
-            return 0;
-        }
-    return -1;
+    const int m = clef_memattn_mode(mode);
+    if (m < 0)
+        return -1;
+    ws->memattn = m;
+    return 0;
 }
 
 void clef_ws_free(clef_ws *ws)
