@@ -138,7 +138,7 @@ typedef struct train_setup {
 static void setup_free(train_setup *t)
 {
     clef_ws_free(t->ws);
-    for (int i = 0; t->rec && i < t->B; i++) {
+    for (int i = 0; t->rec && t->E && i < t->B; i++) {
         clef_record_free(&t->rec[i]);
         free(t->E[i]);
     }

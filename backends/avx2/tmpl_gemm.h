@@ -349,8 +349,6 @@ static const gemm_dot_fn dot_x4[7] = {NULL,    dot_1x4, dot_2x4, dot_3x4,
 static const gemm_dot_fn dot_x1[7] = {NULL,    dot_1x1, dot_2x1, dot_3x1,
                                       dot_4x1, dot_5x1, dot_6x1};
 
-static int gemm_threads(int M, int N, int K);
-
 // One group of up to 4 columns of C, every row.
 static void gemm_nt_group(int M, int K, const float *A, int lda,
                           const float *B, int ldb, float *C, int ldc,
