@@ -7,7 +7,8 @@
 //     (every row tile and K block remainder; avx512 runs nt and nn below 48
 //     rows unpacked), and tn with K in {1, 12, 13, 14, 25, 47}, N = 1100
 //   - every remainder of the packed path: M in 14..42, N in 16..50 at K = 160
-//     (every MR and NR remainder of both tiles), K across a KC block (1100)
+//     (every MR and NR remainder of both tiles), K across a KC block (1100),
+//     N across NC blocks with a partial last one (2100)
 //   - accumulate 0 (C pre-filled with NaN, must be ignored) and 1, ld > width,
 //     C padding untouched
 // Tolerance per element: (K + 2) FLT_EPSILON Σ_k |a_ik b_kj| + 2 FLT_EPSILON
@@ -128,6 +129,9 @@ static void packed_remainders(const char *isa, layout lay)
     CASE(131, 77, 1100, 0);
     CASE(131, 77, 1100, 1);
     CASE(300, 45, 70, 1);
+    // N across NC blocks (≤ 2·L2 wide) with a partial last one, whose
+    // thread shares of B panels differ from the full blocks'
+    CASE(100, 2100, 1100, 1);
 }
 
 // few rows, long reductions or wide outputs: large enough for the threaded
@@ -198,6 +202,7 @@ static void threads_bitwise_at(const char *isa, int M, int N, int K)
 static void threads_bitwise(const char *isa)
 {
     threads_bitwise_at(isa, 157, 211, 700); // packed path (> 4e6 flops)
+    threads_bitwise_at(isa, 100, 2100, 1100); // several KC and NC blocks
     threads_bitwise_at(isa, 12, 211, 700);  // small path: few rows
     threads_bitwise_at(isa, 600, 700, 12);  // small path: tn's short K
 }

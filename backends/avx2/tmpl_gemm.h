@@ -203,23 +203,39 @@ static inline void gemm_share(int n, int t, int nt, int *lo, int *hi)
     *hi = (int)((long)n * (t + 1) / nt);
 }
 
+// The packing buffers of one packed call: two op(A) blocks (KC block kb
+// packs into Ap[kb & 1]) and one op(B) region per thread, bstride floats
+// apart, for the NR panels of that thread's share of an NC block.
+typedef struct gemm_bufs {
+    float *Ap[2];
+    float *Bp;
+    size_t bstride;
+} gemm_bufs;
+
 // Thread t of nt runs its shares of the packed path's loops; nt > 1 only
-// inside gemm_packed's own region, whose barriers then order the phases.
-// (No orphaned `omp for`: called serially from inside a record-parallel
-// region, it would bind to that outer team and wait for it at a barrier.)
+// inside gemm_packed's own region. (No orphaned `omp for`: called serially
+// from inside a record-parallel region, it would bind to that outer team and
+// wait for it at a barrier.)
 // Loop order: for each KC block, pack all of op(A)[:, p0:p0+kc] once (so A is
 // packed once per call, not once per NC block), then for each NC block pack
 // B, and for each MC block (an L2-sized slice of packed A) run the tiles.
+// One barrier per KC block, after A is packed: each thread packs and reads
+// only its own B panels, and A alternates between two buffers, so block
+// kb + 1 packs into the buffer of block kb − 1, whose last readers passed
+// block kb's barrier before. (Three barriers per NC block made the 2-thread
+// update wait 6 % of its time on barriers at released geometry.)
 static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                               int K, const float *A, int lda, const float *B,
                               int ldb, float *C, int ldc, int accumulate,
-                              float *Ap, float *Bp, int t, int nt)
+                              gemm_bufs bf, int t, int nt)
 {
     const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
+    float *Bp = bf.Bp + (size_t)t * bf.bstride;
     int lo, hi;
-    for (int p0 = 0; p0 < K; p0 += bl.kc) {
+    for (int p0 = 0, kb = 0; p0 < K; p0 += bl.kc, kb++) {
         int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
         int acc = accumulate || p0 > 0;
+        float *Ap = bf.Ap[kb & 1];
         // Ap: panel ip holds rows [ip·MR, ip·MR + MR) of op(A), (kc, MR)
         gemm_share(mpan, t, nt, &lo, &hi);
         for (int ip = lo; ip < hi; ip++) {
@@ -231,25 +247,24 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
             else
                 pack_rows(GEMM_MR, mr, kc, A + (size_t)ir * lda + p0, lda, d);
         }
+        if (nt > 1) { // all of this KC block's A packed
+#pragma omp barrier
+        }
         for (int j0 = 0; j0 < N; j0 += bl.nc) {
             int n = N - j0 < bl.nc ? N - j0 : bl.nc;
             int npan = (n + GEMM_NR - 1) / GEMM_NR;
-            if (nt > 1) { // A packed; B panels free (their last readers done)
-#pragma omp barrier
-            }
             gemm_share(npan, t, nt, &lo, &hi);
+            // this thread's panels lo..hi-1, at Bp + (jp - lo)·NR·kc
             for (int jp = lo; jp < hi; jp++)
-                pack_b_panel(L, n, kc, B, ldb, j0, p0, jp, Bp);
-            if (nt > 1) { // B packed
-#pragma omp barrier
-            }
-            // output tiles: NR panels split statically, every MC block
+                pack_b_panel(L, n, kc, B, ldb, j0, p0, jp,
+                             Bp - (size_t)lo * GEMM_NR * kc);
+            // output tiles: this thread's NR panels, every MC block
             for (int i0 = 0; i0 < M; i0 += bl.mc) {
                 int m = M - i0 < bl.mc ? M - i0 : bl.mc;
                 for (int jp = lo; jp < hi; jp++) {
                     int jr = jp * GEMM_NR;
                     int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
-                    const float *bp = Bp + (size_t)jr * kc;
+                    const float *bp = Bp + (size_t)(jp - lo) * GEMM_NR * kc;
                     for (int ir = 0; ir < m; ir += GEMM_MR) {
                         int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
                         gemm_tile(kc, Ap + (size_t)(i0 + ir) * kc, bp,
@@ -258,9 +273,6 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                     }
                 }
             }
-        }
-        if (nt > 1) { // every tile of this KC block done before Ap is repacked
-#pragma omp barrier
         }
     }
 }
@@ -273,24 +285,34 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
                        int accumulate)
 {
     gemm_blocking bl = gemm_blocking_get();
-    int kcmax = K < bl.kc ? K : bl.kc;
-    int ncmax = N < bl.nc ? N : bl.nc;
-    int ncp = (ncmax + GEMM_NR - 1) / GEMM_NR * GEMM_NR;
-    int mp = (M + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
-    const size_t nb = ((size_t)kcmax * ncp + 15) / 16 * 16; // 64-byte aligned
-    float *Bp = gemm_pack_buffer(nb + (size_t)kcmax * mp);
-    if (!Bp)
+    const int nth = gemm_threads(M, N, K);
+    const int kcmax = K < bl.kc ? K : bl.kc;
+    const int ncmax = N < bl.nc ? N : bl.nc;
+    const int npan = (ncmax + GEMM_NR - 1) / GEMM_NR;
+    const int mp = (M + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
+    // B: nt regions of ⌈npan/nt⌉ panels for any team of nt ≤ nth threads
+    // (nt·⌈npan/nt⌉ < npan + nt); A: one or two blocks (kcmax, mp)
+    const size_t bn = ((size_t)kcmax * GEMM_NR * (npan + nth) + 15) / 16 * 16;
+    const size_t an = ((size_t)kcmax * mp + 15) / 16 * 16; // 64-byte aligned
+    const int nabuf = K > bl.kc ? 2 : 1;
+    float *buf = gemm_pack_buffer(bn + an * nabuf);
+    if (!buf)
         return -1;
-    float *Ap = Bp + nb;
-    int nth = gemm_threads(M, N, K);
+    gemm_bufs bf = {.Bp = buf, .Ap = {buf + bn, buf + bn + an * (nabuf - 1)}};
     if (nth <= 1) {
+        bf.bstride = 0;
         gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-                          Ap, Bp, 0, 1);
+                          bf, 0, 1);
         return 0;
     }
 #pragma omp parallel num_threads(nth)
-    gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate, Ap,
-                      Bp, omp_get_thread_num(), omp_get_num_threads());
+    {
+        const int nt = omp_get_num_threads();
+        gemm_bufs mine = bf; // fewer threads than asked: larger shares
+        mine.bstride = (size_t)kcmax * GEMM_NR * ((npan + nt - 1) / nt);
+        gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+                          mine, omp_get_thread_num(), nt);
+    }
     return 0;
 }
 
