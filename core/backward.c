@@ -7,11 +7,12 @@
 #include "forward.h"
 #include "memattn.h"
 #include "par.h"
+#include "rows.h"
 
 #include <math.h>
 #include <string.h>
 
-static void zero(float *x, size_t n) { memset(x, 0, sizeof(float) * n); }
+static void zero(float *x, size_t n) { clef_rows_zero(x, n); }
 
 // Accumulate flag of the weight-gradient writers: 0 on the update's first
 // pass, when they own their gradient outright (clef_grads_prepare).
@@ -59,11 +60,11 @@ static void ffn_bwd(const clef_kernels *k, const clef_config *c, int rows,
     k->colsum(rows, w, dout, g_b2);
     k->gemm_nn(rows, f, w, dout, w, w2, f, du, f, 0); // du (rows, f) = dout W₂
     zero(dh, (size_t)rows * f);
-    k->gelu_bwd((size_t)rows * f, h1, du, dh);
+    clef_rows_gelu_bwd(k, (size_t)rows * f, h1, du, dh);
     k->gemm_tn(f, w, rows, dh, f, ln->y, w, g_w1, w, acc); // dW₁ (f, w) += dhᵀ LN
     k->colsum(rows, f, dh, g_b1);
     k->gemm_nn(rows, w, f, dh, f, w1, w, dln, w, 0); // dln (rows, w) = dh W₁
-    memcpy(dx, dout, sizeof(float) * (size_t)rows * w);
+    clef_rows_copy(dx, dout, (size_t)rows * w);
     ln_bwd(k, rows, w, dln, ln, ln_w, dx, g_ln_w, g_ln_b);
 }
 
@@ -201,7 +202,7 @@ static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
     k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
     zero(dv1, (size_t)O * w);
-    k->gelu_bwd((size_t)O * w, ws->v1, du1, dv1);
+    clef_rows_gelu_bwd(k, (size_t)O * w, ws->v1, du1, dv1);
     k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, acc);
     k->colsum(O, w, dv1, G->rs0_b);
     k->gemm_nn(O, 4 * w, w, dv1, w, P->rs0_w, 4 * w, dfeat, 4 * w, 0);

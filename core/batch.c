@@ -3,6 +3,7 @@
 // stacked in batch order (HEAD.md Appendix B, without padding: see acts.h).
 #include "acts.h"
 #include "batch.h"
+#include "rows.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ int clef_batch_fits(const clef_ws *ws, const clef_record *const *recs, int n)
 
 static void stack(float *dst, const float *src, int rows, int n)
 {
-    memcpy(dst, src, sizeof(float) * (size_t)rows * n);
+    clef_rows_copy(dst, src, (size_t)rows * n);
 }
 
 void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)

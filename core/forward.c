@@ -7,6 +7,7 @@
 #include "forward.h"
 #include "memattn.h"
 #include "par.h"
+#include "rows.h"
 
 #include <math.h>
 #include <string.h>
@@ -19,13 +20,13 @@ void clef_linear_fwd(const clef_kernels *k, int rows, int out, int in,
 {
     k->gemm_nt(rows, out, in, x, in, W, in, y, out, 0);
     if (b)
-        k->bias_add(rows, out, b, y);
+        clef_rows_bias_add(k, rows, out, b, y);
 }
 
 static void ln_fwd(const clef_kernels *k, int rows, int n, const float *x,
                    const float *gamma, const float *beta, ln_acts *a)
 {
-    k->layernorm_fwd(rows, n, x, gamma, beta, a->y, a->xhat, a->rstd);
+    clef_rows_layernorm_fwd(k, rows, n, x, gamma, beta, a->y, a->xhat, a->rstd);
 }
 
 // y (rows, n) = x̂ ⊙ γ + β: the hidden_norm of frozen, pre-normalised rows.
@@ -79,7 +80,7 @@ static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
     }
     memcpy(y, resid, sizeof(float) * (size_t)nq * w);
     k->gemm_nt(nq, w, w, o, w, out_w, w, y, w, 1);
-    k->bias_add(nq, w, out_b, y);
+    clef_rows_bias_add(k, nq, w, out_b, y);
 }
 
 // out (rows, w) = x + W₂ gelu(W₁ LN(x) + b₁) + b₂.
@@ -91,10 +92,10 @@ static void ffn_fwd(const clef_kernels *k, const clef_config *c, int rows,
     const int w = c->w, f = c->f;
     ln_fwd(k, rows, w, x, ln_w, ln_b, ln);
     clef_linear_fwd(k, rows, f, w, ln->y, w1, b1, h1);
-    k->gelu_fwd((size_t)rows * f, h1, u);
-    memcpy(out, x, sizeof(float) * (size_t)rows * w);
+    clef_rows_gelu_fwd(k, (size_t)rows * f, h1, u);
+    clef_rows_copy(out, x, (size_t)rows * w);
     k->gemm_nt(rows, w, f, u, f, w2, f, out, w, 1);
-    k->bias_add(rows, w, b2, out);
+    clef_rows_bias_add(k, rows, w, b2, out);
 }
 
 // ---- the head ----
@@ -151,7 +152,7 @@ static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
     );
     memcpy(a->xa, x0, sizeof(float) * (size_t)Q * w);
     k->gemm_nt(Q, w, w, a->sa_o, w, p->sa_out_w, w, a->xa, w, 1);
-    k->bias_add(Q, w, p->sa_out_b, a->xa);
+    clef_rows_bias_add(k, Q, w, p->sa_out_b, a->xa);
     // cross-attention to the RAW memory M (no norm on the memory side)
     const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
     ln_fwd(k, Q, w, a->xa, p->n2_w, p->n2_b, &a->n2);
@@ -193,7 +194,7 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
         }
     }
     clef_linear_fwd(k, O, w, 4 * w, ws->feat, P->rs0_w, P->rs0_b, ws->v1);
-    k->gelu_fwd((size_t)O * w, ws->v1, ws->u1);
+    clef_rows_gelu_fwd(k, (size_t)O * w, ws->v1, ws->u1);
     clef_linear_fwd(k, O, 1, w, ws->u1, P->rs3_w, P->rs3_b, ws->res);
     // prior in d-space: κ(s_p) normalize(lex_o) · normalize(qv_q + g), with
     // normalize(lex) a constant of the record (clef_record_prepare)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "par.h"
+#include "rows.h"
 
 int clef_memattn_mode(const char *name)
 {
@@ -50,18 +51,19 @@ static void reorder(const clef_memattn *ma, const float *src, float *dst,
                     float s, int to_records)
 {
     const int w = ma->w, h = ma->h, nq = ma->q_off[ma->nb];
-    for (int b = 0; b < ma->nb; b++) {
+    // one (record, head) block of rows per iteration: disjoint outputs
+    CLEF_PAR_FOR((size_t)nq * h * w >= ((size_t)1 << 16), int, bh, ma->nb * h,
+        const int b = bh / h, hh = bh % h;
         const int q0 = ma->q_off[b], n = ma->q_off[b + 1] - q0;
-        for (int hh = 0; hh < h; hh++)
-            for (int i = 0; i < n; i++) {
-                const size_t hm = ((size_t)hh * nq + q0 + i) * w;
-                const size_t rm = ((size_t)h * q0 + (size_t)hh * n + i) * w;
-                const float *x = src + (to_records ? hm : rm);
-                float *y = dst + (to_records ? rm : hm);
-                for (int j = 0; j < w; j++)
-                    y[j] = x[j] * s;
-            }
-    }
+        for (int i = 0; i < n; i++) {
+            const size_t hm = ((size_t)hh * nq + q0 + i) * w;
+            const size_t rm = ((size_t)h * q0 + (size_t)hh * n + i) * w;
+            const float *x = src + (to_records ? hm : rm);
+            float *y = dst + (to_records ? rm : hm);
+            for (int j = 0; j < w; j++)
+                y[j] = x[j] * s;
+        }
+    );
 }
 
 static void to_records(const clef_memattn *ma, const float *src, float *dst,
@@ -105,7 +107,7 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
         k->gemm_nt(nq, dh, w, mt + (size_t)hh * nq * w, w,
                    W_v + (size_t)hh * dh * w, w, o + hh * dh, w, 0);
     );
-    k->bias_add(nq, w, b_v, o);
+    clef_rows_bias_add(k, nq, w, b_v, o);
 }
 
 void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,

@@ -1,0 +1,115 @@
+// Row-wise and elementwise kernels split in fixed chunks across threads
+// (rows.h). At released geometry the memory_norm LayerNorm over B·T rows,
+// the batch's stacked copies and the FFN's GELU ran on one thread while the
+// other waited: 8 % of a 2-thread update at mid geometry.
+#include "rows.h"
+#include "par.h"
+
+#include <string.h>
+
+// Elements per chunk (128 KiB of floats), and the size below which a single
+// call on the calling thread is cheaper than a parallel region.
+#define ROWS_CHUNK ((size_t)1 << 15)
+#define ROWS_PAR_MIN ((size_t)1 << 16)
+
+// Rows per chunk for rows of n elements: about ROWS_CHUNK elements, a
+// multiple of 8 rows (the narrow kernels take 8 rows at a time).
+static int chunk_rows(int n)
+{
+    size_t r = ROWS_CHUNK / (size_t)n;
+    r = r < 8 ? 8 : r / 8 * 8;
+    return (int)r;
+}
+
+static int split(int rows, int n)
+{
+    return (size_t)rows * n >= ROWS_PAR_MIN;
+}
+
+void clef_rows_layernorm_fwd(const clef_kernels *k, int rows, int n,
+                             const float *x, const float *gamma,
+                             const float *beta, float *y, float *xhat,
+                             float *rstd)
+{
+    if (!split(rows, n)) {
+        k->layernorm_fwd(rows, n, x, gamma, beta, y, xhat, rstd);
+        return;
+    }
+    const int cr = chunk_rows(n), nc = (rows + cr - 1) / cr;
+    CLEF_PAR_FOR(1, int, c, nc,
+        const int r0 = c * cr, m = rows - r0 < cr ? rows - r0 : cr;
+        const size_t o = (size_t)r0 * n;
+        k->layernorm_fwd(m, n, x + o, gamma, beta, y + o, xhat + o, rstd + r0);
+    );
+}
+
+void clef_rows_bias_add(const clef_kernels *k, int rows, int n, const float *b,
+                        float *y)
+{
+    if (!split(rows, n)) {
+        k->bias_add(rows, n, b, y);
+        return;
+    }
+    const int cr = chunk_rows(n), nc = (rows + cr - 1) / cr;
+    CLEF_PAR_FOR(1, int, c, nc,
+        const int r0 = c * cr, m = rows - r0 < cr ? rows - r0 : cr;
+        k->bias_add(m, n, b, y + (size_t)r0 * n);
+    );
+}
+
+void clef_rows_gelu_fwd(const clef_kernels *k, size_t n, const float *x,
+                        float *y)
+{
+    if (n < ROWS_PAR_MIN) {
+        k->gelu_fwd(n, x, y);
+        return;
+    }
+    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
+    CLEF_PAR_FOR(1, size_t, c, nc,
+        const size_t i0 = c * ROWS_CHUNK;
+        k->gelu_fwd(n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK, x + i0, y + i0);
+    );
+}
+
+void clef_rows_gelu_bwd(const clef_kernels *k, size_t n, const float *x,
+                        const float *dy, float *dx)
+{
+    if (n < ROWS_PAR_MIN) {
+        k->gelu_bwd(n, x, dy, dx);
+        return;
+    }
+    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
+    CLEF_PAR_FOR(1, size_t, c, nc,
+        const size_t i0 = c * ROWS_CHUNK;
+        k->gelu_bwd(n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK, x + i0, dy + i0,
+                    dx + i0);
+    );
+}
+
+void clef_rows_copy(float *dst, const float *src, size_t n)
+{
+    if (n < ROWS_PAR_MIN) {
+        memcpy(dst, src, sizeof(float) * n);
+        return;
+    }
+    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
+    CLEF_PAR_FOR(1, size_t, c, nc,
+        const size_t i0 = c * ROWS_CHUNK;
+        memcpy(dst + i0, src + i0,
+               sizeof(float) * (n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK));
+    );
+}
+
+void clef_rows_zero(float *x, size_t n)
+{
+    if (n < ROWS_PAR_MIN) {
+        memset(x, 0, sizeof(float) * n);
+        return;
+    }
+    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
+    CLEF_PAR_FOR(1, size_t, c, nc,
+        const size_t i0 = c * ROWS_CHUNK;
+        memset(x + i0, 0,
+               sizeof(float) * (n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK));
+    );
+}
