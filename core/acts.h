@@ -68,9 +68,6 @@ struct clef_ws {
     // the next backward writes the weight gradients the GEMMs own instead of
     // adding to them (the update's first pass: clef_grads_prepare)
     int grads_fresh;
-    // this update's AdamW, for the backward pass that applies it weight by
-    // weight (the update's last pass, without clipping); else NULL
-    const struct clef_adamw_now *adamw_now;
     // packed per-record constants (pointers into the record when nb == 1)
     const float *xhat, *qvhat, *ctxhat, *lex, *lhat;
     float *xhat_b, *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1

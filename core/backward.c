@@ -53,20 +53,17 @@ static void ffn_bwd(const clef_kernels *k, const clef_config *c, int rows,
                     float *g_ln_w, float *g_ln_b, const float *w1, float *g_w1,
                     float *g_b1, const float *h1, const float *u,
                     const float *w2, float *g_w2, float *g_b2, float *du,
-                    float *dh, float *dln, float *dx, clef_head *hd,
-                    const clef_ws *ws)
+                    float *dh, float *dln, float *dx, int acc)
 {
-    const int w = c->w, f = c->f, acc = grad_acc(ws);
+    const int w = c->w, f = c->f;
     k->gemm_tn(w, f, rows, dout, w, u, f, g_w2, f, acc); // dW₂ (w, f) += doutᵀ u
     k->colsum(rows, w, dout, g_b2);
     k->gemm_nn(rows, f, w, dout, w, w2, f, du, f, 0); // du (rows, f) = dout W₂
-    clef_grad_final(hd, ws, g_w2);
     zero(dh, (size_t)rows * f);
     clef_rows_gelu_bwd(k, (size_t)rows * f, h1, du, dh);
     k->gemm_tn(f, w, rows, dh, f, ln->y, w, g_w1, w, acc); // dW₁ (f, w) += dhᵀ LN
     k->colsum(rows, f, dh, g_b1);
     k->gemm_nn(rows, w, f, dh, f, w1, w, dln, w, 0); // dln (rows, w) = dh W₁
-    clef_grad_final(hd, ws, g_w1);
     clef_rows_copy(dx, dout, (size_t)rows * w);
     ln_bwd(k, rows, w, dln, ln, ln_w, dx, g_ln_w, g_ln_b);
 }
@@ -94,13 +91,12 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
                       const float *att, const float *o, float *dO, float *dq,
                       float *dkv, int lddkv, float *att_scratch, float *dxq,
                       const clef_mem_absorb *ab, float *dmem, int lddm,
-                      clef_head *hd, const clef_ws *ws)
+                      int acc)
 {
-    const int w = c->w, h = c->h, nq = ar->q_off[nb], acc = grad_acc(ws);
+    const int w = c->w, h = c->h, nq = ar->q_off[nb];
     k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, acc); // dW_o += dyᵀ O
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
-    clef_grad_final(hd, ws, g_out_w);
     if (ab)
         clef_memattn_bwd(k, &ab->ma, q, in_w + (size_t)w * w,
                          in_w + (size_t)2 * w * w, ab->qt, att, ab->mt, dO,
@@ -122,8 +118,6 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
     k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, acc); // dW_q += dqᵀ xq
     k->colsum(nq, w, dq, g_in_b);
     k->gemm_nn(nq, w, w, dq, w, in_w, w, dxq, w, 0);
-    if (ab) // else the caller's K | V backward still adds to g_in_w
-        clef_grad_final(hd, ws, g_in_w);
 }
 
 // Key/value side of an attention whose K | V = xkv [W_k; W_v]ᵀ + b over nk
@@ -170,8 +164,6 @@ static void field_kv_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
             g->ca_in_b[2 * w + i] += sv[i];
     }
     k->gemm_nn(T, w, L2w, ws->dkvc, L2w, ws->kvw, w, ws->dM, w, 1);
-    for (int j = 0; j < c->L; j++) // the query rows came in field_bwd
-        clef_grad_final(hd, ws, hd->g.field[j].ca_in_w);
 }
 
 // Section 9 backward: from dz (O) to dR (O, w) += option-norm path,
@@ -209,13 +201,11 @@ static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     const int acc = grad_acc(ws);
     k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
     k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
-    clef_grad_final(hd, ws, G->rs3_w);
     zero(dv1, (size_t)O * w);
     clef_rows_gelu_bwd(k, (size_t)O * w, ws->v1, du1, dv1);
     k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, acc);
     k->colsum(O, w, dv1, G->rs0_b);
     k->gemm_nn(O, 4 * w, w, dv1, w, P->rs0_w, 4 * w, dfeat, 4 * w, 0);
-    clef_grad_final(hd, ws, G->rs0_w);
 
     // features [f; n; f⊙n; |f−n|] → df, dn (O, w); sign(0) = 0
     float *df = ws->dA, *dn = ws->dB_;
@@ -271,7 +261,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     // out = xb + FFN(LN3 xb)
     ffn_bwd(k, c, Q, dio, &a->n3, p->n3_w, g->n3_w, g->n3_b, p->l1_w, g->l1_w,
             g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
-            ws->dC, dxb, hd, ws);
+            ws->dC, dxb, grad_acc(ws));
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     const int L2w = c->L * 2 * w;
     // (absorbed form: the memory gradient goes straight into dM)
@@ -280,7 +270,8 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
               g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc,
               ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
               ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
-              ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w, hd, ws);
+              ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w,
+              grad_acc(ws));
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
     // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
@@ -288,7 +279,6 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, grad_acc(ws));
     k->colsum(Q, w, dxa, g->sa_out_b);
     k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
-    clef_grad_final(hd, ws, g->sa_out_w);
     zero(dqkv, (size_t)Q * 3 * w);
     CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
@@ -305,7 +295,6 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
     bias_blocks(k, Q, 3 * w, dqkv, ws->dbias, w, q_and_v, 2, g->sa_in_b);
     k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p->sa_in_w, w, dln, w, 0);
-    clef_grad_final(hd, ws, g->sa_in_w);
     memcpy(dio, dxa, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, dln, &a->n1, p->n1_w, dio, g->n1_w, g->n1_b);
 }
@@ -324,7 +313,7 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
 
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
-            ws->dA, ws->dB_, ws->dC, ws->dR1, hd, ws);
+            ws->dA, ws->dB_, ws->dC, ws->dR1, grad_acc(ws));
     const clef_mem_absorb ab = clef_route_absorb(ws, a);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
     if (ws->absorb_route)
@@ -334,12 +323,10 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
               g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
               ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC,
-              ws->absorb_route ? &ab : NULL, ws->dmt, w, hd, ws);
-    if (!ws->absorb_route) {
+              ws->absorb_route ? &ab : NULL, ws->dmt, w, grad_acc(ws));
+    if (!ws->absorb_route)
         mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
                    ws->dbias, ws->dmt, 0, grad_acc(ws));
-        clef_grad_final(hd, ws, g->in_w);
-    }
     ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
     ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
@@ -365,7 +352,6 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
                   dF0 + (size_t)ws->q_off[b] * w, sum + (size_t)b * w);
     k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, grad_acc(ws));
     k->gemm_nn(nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
-    clef_grad_final(hd, ws, G->W_g);
     float *dS = ws->dxa; // (Q, w)
     zero(dS, (size_t)Q * w);
     ln_bwd(k, Q, w, dF0, &ws->sum, P->sum_w, dS, G->sum_w, G->sum_b);
@@ -399,7 +385,6 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     }
     k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, grad_acc(ws));
     k->gemm_nn(Q, d, w, dB, w, P->W_q, d, ws->dqv, d, 1); // dqv += dB W_q
-    clef_grad_final(hd, ws, G->W_q);
 }
 
 // Section 4 backward: R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner].
@@ -413,15 +398,12 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     const int acc = grad_acc(ws);
     k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, acc);
     k->gemm_nn(O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
-    clef_grad_final(hd, ws, G->W_c);
     k->gemm_tn(w, d, O, dR0, w, ws->lex, d, G->W_l, d, acc);
-    clef_grad_final(hd, ws, G->W_l); // lex is a constant: W_l is not read
     float *Pq = ws->dx; // (Q, w) Σ_{o∈q} dR⁰_o
     zero(Pq, (size_t)Q * w);
     k->scatter_add_rows(O, ws->owner, w, dR0, Pq);
     k->gemm_tn(w, d, Q, Pq, w, ws->qv, d, G->W_oq, d, acc);
     k->gemm_nn(Q, d, w, Pq, w, P->W_oq, d, ws->dqv, d, 1);
-    clef_grad_final(hd, ws, G->W_oq);
 }
 
 // Sections 1-2 backward. X = x̂ ⊙ γ + β is never differentiated row by row:
@@ -453,7 +435,6 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
             }
         }
     );
-    clef_grad_final(hd, ws, G->W_m);
     for (int q = 0; q < Q; q++)
         for (int i = 0; i < d; i++) {
             G->hn_w[i] += ws->dqv[(size_t)q * d + i] * ws->qvhat[(size_t)q * d + i];
@@ -475,7 +456,9 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     }
 }
 
-int clef_grad_owned(const clef_head *hd, const float *g)
+// 1 when g is a weight gradient one GEMM (or, for W_m and the field layers'
+// stacked K | V rows, one loop) writes in full during a backward pass.
+static int owned_by_a_pass(const clef_head *hd, const float *g)
 {
     const clef_tensors *G = &hd->g;
     if (g == G->W_m || g == G->W_q || g == G->W_oq || g == G->W_g ||
@@ -499,7 +482,7 @@ void clef_grads_prepare(clef_head *hd, clef_ws *ws)
 {
     for (int t = 0; t < hd->ntensors; t++) {
         float *g = hd->grads + hd->tensors[t].offset;
-        if (!clef_grad_owned(hd, g))
+        if (!owned_by_a_pass(hd, g))
             memset(g, 0, sizeof(float) * hd->tensors[t].numel);
     }
     ws->grads_fresh = 1;

@@ -31,20 +31,5 @@ clef_mem_absorb clef_field_absorb(const struct clef_ws *ws,
 // caller clears ws->grads_fresh after the pass (sub-batches then add).
 struct clef_ws;
 void clef_grads_prepare(clef_head *hd, struct clef_ws *ws);
-// 1 when g is a weight gradient one GEMM (or, for W_m and the field layers'
-// stacked K | V rows, one loop) writes in full during a backward pass.
-int clef_grad_owned(const clef_head *hd, const float *g);
-
-// AdamW of the update in progress: kernels, options, arguments of its step.
-typedef struct clef_adamw_now {
-    const clef_kernels *k;
-    const clef_train_opts *o;
-    clef_adamw_args a; // decay set per tensor
-} clef_adamw_now;
-// Called by the backward pass once owned weight gradient g is final and its
-// weight is read no more in this pass: applies ws->adamw_now to that tensor,
-// if set (the update's last pass without clipping). Every owned weight gets
-// exactly one call per pass.
-void clef_grad_final(clef_head *hd, const struct clef_ws *ws, const float *g);
 
 #endif

@@ -125,13 +125,14 @@ double clef_grad_norm(const clef_head *hd)
     return sqrt(s);
 }
 
-// The AdamW arguments of step t (bias corrections of t; decay per tensor).
-static clef_adamw_args adamw_args(const clef_train_opts *o, long step)
+void clef_adamw_step(const clef_kernels *k, clef_head *hd,
+                     const clef_train_opts *o)
 {
-    const double t = (double)step;
+    hd->step++;
+    const double t = (double)hd->step;
     const double bc1 = 1.0 - pow(o->beta1, t);
     const double bc2 = 1.0 - pow(o->beta2, t);
-    return (clef_adamw_args){
+    clef_adamw_args a = {
         .lr = (float)o->lr,
         .beta1 = (float)o->beta1,
         .beta2 = (float)o->beta2,
@@ -139,77 +140,29 @@ static clef_adamw_args adamw_args(const clef_train_opts *o, long step)
         .step_size = (float)(o->lr / bc1),
         .bc2_sqrt = (float)sqrt(bc2),
     };
-}
-
-static int decays(const clef_train_opts *o, const clef_tensor_info *ti)
-{
-    return o->decay_all || ti->decays_in_weights_scope;
-}
-
-// AdamW over n parameters from offset off: elementwise and memory-bound, in
-// fixed chunks across threads.
-static void adamw_range(const clef_kernels *k, clef_head *hd, size_t off,
-                        size_t n, const clef_adamw_args *a)
-{
-    const size_t chunk = (size_t)1 << 16;
-    const size_t nchunks = (n + chunk - 1) / chunk;
-    CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
-        const size_t c0 = ci * chunk, m = n - c0 < chunk ? n - c0 : chunk;
-        k->adamw(m, hd->params + off + c0, hd->grads + off + c0,
-                 hd->m + off + c0, hd->v + off + c0, a);
-    );
-}
-
-// AdamW over every tensor, but the weights the last backward pass already
-// updated (skip_owned), one call per run of consecutive tensors with the same
-// decay: the update is elementwise, so this is the same math as one call per
-// tensor.
-static void adamw_tensors(const clef_kernels *k, clef_head *hd,
-                          const clef_train_opts *o, clef_adamw_args a,
-                          int skip_owned)
-{
+    // One call per run of consecutive tensors with the same decay: the
+    // update is elementwise: the same math as one call per tensor.
     for (int i = 0; i < hd->ntensors;) {
         const clef_tensor_info *ti = &hd->tensors[i];
-        if (skip_owned && clef_grad_owned(hd, hd->grads + ti->offset)) {
-            i++;
-            continue;
-        }
+        const int decays = o->decay_all || ti->decays_in_weights_scope;
         size_t n = 0;
         int j = i;
         for (; j < hd->ntensors; j++) {
             const clef_tensor_info *tj = &hd->tensors[j];
-            if (decays(o, tj) != decays(o, ti) ||
-                (skip_owned && clef_grad_owned(hd, hd->grads + tj->offset)))
+            if ((o->decay_all || tj->decays_in_weights_scope) != decays)
                 break;
             n += tj->numel;
         }
-        a.decay = decays(o, ti) ? (float)o->weight_decay : 0.f;
-        adamw_range(k, hd, ti->offset, n, &a);
+        a.decay = decays ? (float)o->weight_decay : 0.f;
+        // elementwise and memory-bound: fixed chunks across threads
+        const size_t chunk = (size_t)1 << 16, off = ti->offset;
+        const size_t nchunks = (n + chunk - 1) / chunk;
+        CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
+            const size_t c0 = ci * chunk, m = n - c0 < chunk ? n - c0 : chunk;
+            k->adamw(m, hd->params + off + c0, hd->grads + off + c0,
+                     hd->m + off + c0, hd->v + off + c0, &a);
+        );
         i = j;
-    }
-}
-
-void clef_adamw_step(const clef_kernels *k, clef_head *hd,
-                     const clef_train_opts *o)
-{
-    hd->step++;
-    adamw_tensors(k, hd, o, adamw_args(o, hd->step), 0);
-}
-
-void clef_grad_final(clef_head *hd, const clef_ws *ws, const float *g)
-{
-    const clef_adamw_now *now = ws->adamw_now;
-    if (!now)
-        return;
-    const size_t off = (size_t)(g - hd->grads);
-    for (int t = 0; t < hd->ntensors; t++) {
-        const clef_tensor_info *ti = &hd->tensors[t];
-        if (ti->offset != off)
-            continue;
-        clef_adamw_args a = now->a;
-        a.decay = decays(now->o, ti) ? (float)now->o->weight_decay : 0.f;
-        adamw_range(now->k, hd, off, ti->numel, &a);
-        return;
     }
 }
 
@@ -250,26 +203,16 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     // One packed pass when the batch fits the workspace; otherwise packed
     // sub-batches in order. Backward accumulates and the loss is normalised
     // by the whole batch's N, so both compute the same update.
-    // Without clipping, the last backward pass applies AdamW to each weight
-    // its GEMMs own as soon as that weight's gradient is final and the weight
-    // is read no more (clef_grad_final), while both are still in cache: the
-    // separate pass re-read 128 M parameters and gradients from memory at
-    // released geometry. The update is elementwise, so the bits are the same.
-    hd->step++;
-    const clef_adamw_now now = {k, o, adamw_args(o, hd->step)};
-    const int eager = !(o->max_grad_norm > 0);
     for (int b = 0; b < n;) {
         int m = fitting_prefix(ws, recs + b, n - b);
-        ws->adamw_now = eager && b + m == n ? &now : NULL;
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
         loss += batch_loss(k, ws, ws->z, o, n_q, n_score, ws->p, ws->dz);
         clef_batch_backward(k, hd, ws, ws->dz);
         ws->grads_fresh = 0; // later sub-batches add
         b += m;
     }
-    ws->adamw_now = NULL;
     if (o->max_grad_norm > 0)
         clip_grads(hd, o->max_grad_norm);
-    adamw_tensors(k, hd, o, now.a, eager);
+    clef_adamw_step(k, hd, o);
     return loss;
 }
