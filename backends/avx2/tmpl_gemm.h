@@ -15,13 +15,15 @@
 // op(A) (M,KC) into MR-wide panels once; for each NC block of columns pack
 // op(B) (KC,NC) into NR-wide panels; for each MC block of rows (an L2-sized
 // slice of packed A) run the microkernel over the tiles, NR panels split
-// statically over OpenMP threads. Edge tiles go through a stack tile. KC, MC,
+// statically over OpenMP threads (each packs the panels it uses; one barrier
+// per KC block, after A). Edge tiles go through a stack tile. KC, MC,
 // NC come from the L1d and L2 sizes (scheduler/cpu.h).
 //
-// Memory: the interface has no scratch argument, so the packed path
-// allocates its two packing buffers per call (≤ KC·(M + NC) floats; a failed
-// allocation falls back to the small path, which is always correct). Calls
-// small enough to skip packing allocate nothing.
+// Memory: the interface has no scratch argument, so the packed path keeps a
+// packing buffer per calling thread, grown on demand (two A blocks of KC·M
+// floats and the threads' B panels, about KC·(NC + threads·NR) floats; a
+// failed allocation falls back to the small path, which is always correct).
+// Calls small enough to skip packing allocate nothing.
 //
 // Determinism: every C element sums its K range in the same order (KC blocks
 // in order, k ascending within a block) whatever the thread count: threads
