@@ -4,23 +4,10 @@
 // kernels treat every row (element) on its own, the split result also equals
 // one kernel call over all rows, bit for bit. Shapes: above the split
 // threshold, with a partial last chunk; and one below it (a single call).
-#include <criterion/criterion.h>
 #include <omp.h>
-#include <string.h>
 
-#include "backends/registry.h"
+#include "isa_common.h"
 #include "rows.h"
-#include "util.h"
-
-static const clef_kernels *table_or_skip(const char *name)
-{
-    const clef_backend *b = clef_backend_find(name);
-    cr_assert_not_null(b, "backend %s not registered", name);
-    const char *why = clef_backend_unavailable(b);
-    if (why)
-        cr_skip_test("%s: %s", name, why);
-    return b->table;
-}
 
 enum { LN, BIAS, GELU_F, GELU_B, COPY, ZERO, NOPS };
 static const char *op_name[] = {"layernorm_fwd", "bias_add", "gelu_fwd",
@@ -78,7 +65,7 @@ static void run_op(const clef_kernels *k, int op, int split, int rows, int n,
 
 static void rows_case(const char *name, int own, int rows, int n)
 {
-    const clef_kernels *k = table_or_skip(name);
+    const clef_kernels *k = isa_table_or_skip(name); // any backend
     const size_t e = (size_t)rows * n, len = 2 * e + rows;
     uint64_t rng = 0x5eedu + (uint64_t)rows * n;
     float *x = clef_test_falloc(e), *x2 = clef_test_falloc(e);
