@@ -15,14 +15,15 @@
 // op(A) (M,KC) into MR-wide panels once; for each NC block of columns pack
 // op(B) (KC,NC) into NR-wide panels; for each MC block of rows (an L2-sized
 // slice of packed A) run the microkernel over the tiles, NR panels split
-// statically over OpenMP threads (each packs the panels it uses; one barrier
-// per KC block, after A). Edge tiles go through a stack tile. KC, MC,
+// statically over OpenMP threads (each packs all of A and the B panels it
+// uses, so the threads never wait on each other). Edge tiles go through a stack tile. KC, MC,
 // NC come from the L1d and L2 sizes (scheduler/cpu.h).
 //
 // Memory: the interface has no scratch argument, so the packed path keeps a
-// packing buffer per calling thread, grown on demand (two A blocks of KC·M
-// floats and the threads' B panels, about KC·(NC + threads·NR) floats; a
-// failed allocation falls back to the small path, which is always correct).
+// packing buffer per calling thread, grown on demand (an A block of KC·M
+// floats per thread and the threads' B panels, about KC·(NC + threads·NR)
+// floats; a failed allocation falls back to the small path, which is always
+// correct).
 // Calls small enough to skip packing allocate nothing.
 //
 // Determinism: every C element sums its K range in the same order (KC blocks
@@ -205,42 +206,41 @@ static inline void gemm_share(int n, int t, int nt, int *lo, int *hi)
     *hi = (int)((long)n * (t + 1) / nt);
 }
 
-// The packing buffers of one packed call: two op(A) blocks (KC block kb
-// packs into Ap[kb & 1]) and one op(B) region per thread, bstride floats
-// apart, for the NR panels of that thread's share of an NC block.
+// The packing buffers of one packed call: per thread t, an op(A) block at
+// Ap + t·astride and the NR panels of its share of an NC block at
+// Bp + t·bstride.
 typedef struct gemm_bufs {
-    float *Ap[2];
-    float *Bp;
-    size_t bstride;
+    float *Ap, *Bp;
+    size_t astride, bstride;
 } gemm_bufs;
 
-// Thread t of nt runs its shares of the packed path's loops; nt > 1 only
+// Thread t of nt runs its share of the packed path's loops; nt > 1 only
 // inside gemm_packed's own region. (No orphaned `omp for`: called serially
 // from inside a record-parallel region, it would bind to that outer team and
 // wait for it at a barrier.)
 // Loop order: for each KC block, pack all of op(A)[:, p0:p0+kc] once (so A is
 // packed once per call, not once per NC block), then for each NC block pack
 // B, and for each MC block (an L2-sized slice of packed A) run the tiles.
-// One barrier per KC block, after A is packed: each thread packs and reads
-// only its own B panels, and A alternates between two buffers, so block
-// kb + 1 packs into the buffer of block kb − 1, whose last readers passed
-// block kb's barrier before. (Three barriers per NC block made the 2-thread
-// update wait 6 % of its time on barriers at released geometry.)
+// Threads share nothing: each packs all of A for itself and the B panels of
+// its own output columns, so the loops have no barrier. Packing A twice
+// costs less than waiting: with A packed half by each thread, the tiles read
+// the other half from the other core, three barriers per NC block made a
+// released 2-thread update wait 6 % of its time, and one per KC block still
+// left mid updates 3 % slower whenever the two vCPUs traded cache lines
+// slowly.
 static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                               int K, const float *A, int lda, const float *B,
                               int ldb, float *C, int ldc, int accumulate,
                               gemm_bufs bf, int t, int nt)
 {
     const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
+    float *Ap = bf.Ap + (size_t)t * bf.astride;
     float *Bp = bf.Bp + (size_t)t * bf.bstride;
-    int lo, hi;
-    for (int p0 = 0, kb = 0; p0 < K; p0 += bl.kc, kb++) {
+    for (int p0 = 0; p0 < K; p0 += bl.kc) {
         int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
         int acc = accumulate || p0 > 0;
-        float *Ap = bf.Ap[kb & 1];
         // Ap: panel ip holds rows [ip·MR, ip·MR + MR) of op(A), (kc, MR)
-        gemm_share(mpan, t, nt, &lo, &hi);
-        for (int ip = lo; ip < hi; ip++) {
+        for (int ip = 0; ip < mpan; ip++) {
             int ir = ip * GEMM_MR;
             int mr = M - ir < GEMM_MR ? M - ir : GEMM_MR;
             float *d = Ap + (size_t)ir * kc;
@@ -249,12 +249,9 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
             else
                 pack_rows(GEMM_MR, mr, kc, A + (size_t)ir * lda + p0, lda, d);
         }
-        if (nt > 1) { // all of this KC block's A packed
-#pragma omp barrier
-        }
         for (int j0 = 0; j0 < N; j0 += bl.nc) {
             int n = N - j0 < bl.nc ? N - j0 : bl.nc;
-            int npan = (n + GEMM_NR - 1) / GEMM_NR;
+            int npan = (n + GEMM_NR - 1) / GEMM_NR, lo, hi;
             gemm_share(npan, t, nt, &lo, &hi);
             // this thread's panels lo..hi-1, at Bp + (jp - lo)·NR·kc
             for (int jp = lo; jp < hi; jp++)
@@ -293,16 +290,14 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
     const int npan = (ncmax + GEMM_NR - 1) / GEMM_NR;
     const int mp = (M + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
     // B: nt regions of ⌈npan/nt⌉ panels for any team of nt ≤ nth threads
-    // (nt·⌈npan/nt⌉ < npan + nt); A: one or two blocks (kcmax, mp)
+    // (nt·⌈npan/nt⌉ < npan + nt); A: nth blocks (kcmax, mp)
     const size_t bn = ((size_t)kcmax * GEMM_NR * (npan + nth) + 15) / 16 * 16;
     const size_t an = ((size_t)kcmax * mp + 15) / 16 * 16; // 64-byte aligned
-    const int nabuf = K > bl.kc ? 2 : 1;
-    float *buf = gemm_pack_buffer(bn + an * nabuf);
+    float *buf = gemm_pack_buffer(bn + an * nth);
     if (!buf)
         return -1;
-    gemm_bufs bf = {.Bp = buf, .Ap = {buf + bn, buf + bn + an * (nabuf - 1)}};
+    gemm_bufs bf = {.Bp = buf, .Ap = buf + bn, .astride = an};
     if (nth <= 1) {
-        bf.bstride = 0;
         gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
                           bf, 0, 1);
         return 0;
