@@ -410,14 +410,73 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 // with D = dMᵀ x̂ (w, d) and c = Σ_t dM_t (w), one T×d×w product gives
 //   dW_m += D ⊙ γ + c βᵀ,  dγ += Σ_j W_m ⊙ D,  dβ += cᵀ W_m,
 // and the span means add dγ += dqv ⊙ q̂v + dctx ⊙ ĉtx + dg ⊙ x̂_{T−1}.
-static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
+// D (w, d) = dMᵀ x̂ is computed in d_chunks(d) column blocks, fixed by d and
+// never by the thread count (a block's bits do not depend on who runs it),
+// so that the update's side work can share the team with it.
+static int d_chunks(int d)
+{
+    const int n = (d + 63) / 64;
+    return n < 4 ? n : 4;
+}
+
+static void d_chunk(const clef_kernels *k, clef_ws *ws, int w, int d, int nc,
+                    int ch)
+{
+    const int j0 = (int)((long)d * ch / nc), j1 = (int)((long)d * (ch + 1) / nc);
+    k->gemm_tn(w, j1 - j0, ws->T, ws->dM, w, ws->xhat + j0, d, ws->dwd + j0, d,
+               0);
+}
+
+// The D blocks and the side work's chunks, from two pools on the team:
+// thread 0 starts on D, the others on the side work, and each then helps
+// with the other pool. Every item runs on one thread (GEMMs inside the
+// region run single-threaded), so the bits are those of a serial run.
+static void d_with_side(const clef_kernels *k, clef_ws *ws, int w, int d,
+                        int nc, const clef_side_work *side)
+{
+    int next_d = 0, next_s = 0;
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num();
+        for (int pass = 0; pass < 2; pass++) {
+            const int on_d = (pass == 0) == (t == 0);
+            for (;;) {
+                int i;
+                if (on_d) {
+#pragma omp atomic capture
+                    i = next_d++;
+                    if (i >= nc)
+                        break;
+                    d_chunk(k, ws, w, d, nc, i);
+                } else {
+#pragma omp atomic capture
+                    i = next_s++;
+                    if (i >= side->n)
+                        break;
+                    side->run(side->ctx, i);
+                }
+            }
+        }
+    }
+}
+
+static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                       const clef_side_work *side)
 {
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
     const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     float *D = ws->dwd, *cs = ws->dvec;
-    k->gemm_tn(w, d, T, ws->dM, w, ws->xhat, d, D, d, 0); // D (w, d)
+    const int nc = d_chunks(d);
+    if (side && clef_par_team())
+        d_with_side(k, ws, w, d, nc, side);
+    else {
+        for (int ch = 0; ch < nc; ch++) // D (w, d)
+            d_chunk(k, ws, w, d, nc, ch);
+        for (int i = 0; side && i < side->n; i++)
+            side->run(side->ctx, i);
+    }
     zero(cs, w);
     k->colsum(T, w, ws->dM, cs);
     // threads own column blocks; each column sums over j in order
@@ -491,6 +550,13 @@ void clef_grads_prepare(clef_head *hd, clef_ws *ws)
 void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
                          const float *dz)
 {
+    clef_batch_backward_with(k, hd, ws, dz, NULL);
+}
+
+void clef_batch_backward_with(const clef_kernels *k, clef_head *hd,
+                              clef_ws *ws, const float *dz,
+                              const clef_side_work *side)
+{
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
@@ -515,7 +581,7 @@ void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     for (int i = c->R - 1; i >= 0; i--)
         route_bwd(k, hd, i, ws, ws->dR);
     queries_bwd(k, hd, ws);
-    memory_bwd(k, hd, ws);
+    memory_bwd(k, hd, ws, side);
 }
 
 void clef_head_backward(const clef_kernels *k, clef_head *hd,

@@ -9,6 +9,12 @@
 
 #include <omp.h>
 
+// 1 when a parallel region here would run on more than one thread.
+static inline int clef_par_team(void)
+{
+    return omp_get_max_threads() > 1 && !omp_in_parallel();
+}
+
 // for (type i = 0; i < n; i++) { body }, on the OpenMP team when `par`.
 #define CLEF_PAR_FOR(par, type, i, n, ...)                                     \
     do {                                                                       \

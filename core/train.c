@@ -125,14 +125,13 @@ double clef_grad_norm(const clef_head *hd)
     return sqrt(s);
 }
 
-void clef_adamw_step(const clef_kernels *k, clef_head *hd,
-                     const clef_train_opts *o)
+// The AdamW arguments of step t (decay set per run of tensors).
+static clef_adamw_args adamw_args(const clef_train_opts *o, long step)
 {
-    hd->step++;
-    const double t = (double)hd->step;
+    const double t = (double)step;
     const double bc1 = 1.0 - pow(o->beta1, t);
     const double bc2 = 1.0 - pow(o->beta2, t);
-    clef_adamw_args a = {
+    return (clef_adamw_args){
         .lr = (float)o->lr,
         .beta1 = (float)o->beta1,
         .beta2 = (float)o->beta2,
@@ -140,29 +139,103 @@ void clef_adamw_step(const clef_kernels *k, clef_head *hd,
         .step_size = (float)(o->lr / bc1),
         .bc2_sqrt = (float)sqrt(bc2),
     };
-    // One call per run of consecutive tensors with the same decay: the
-    // update is elementwise: the same math as one call per tensor.
+}
+
+static int decays(const clef_train_opts *o, const clef_tensor_info *ti)
+{
+    return o->decay_all || ti->decays_in_weights_scope;
+}
+
+// The tensors the memory backward still writes (W_m, hidden_norm): AdamW
+// beside it must leave them for after.
+static int late_tensor(const clef_head *hd, const clef_tensor_info *ti)
+{
+    const float *g = hd->grads + ti->offset;
+    return g == hd->g.W_m || g == hd->g.hn_w || g == hd->g.hn_b;
+}
+
+// AdamW elementwise chunks: fixed, so the split never changes a result
+#define ADAMW_CHUNK ((size_t)1 << 16)
+
+// AdamW over every tensor (which = 0), only the late ones (1) or all but
+// the late ones (2); one call per run of consecutive tensors with the same
+// decay (the update is elementwise: the same math as one call per tensor),
+// in fixed chunks across threads (memory-bound).
+static void adamw_tensors(const clef_kernels *k, clef_head *hd,
+                          const clef_train_opts *o, clef_adamw_args a,
+                          int which)
+{
     for (int i = 0; i < hd->ntensors;) {
         const clef_tensor_info *ti = &hd->tensors[i];
-        const int decays = o->decay_all || ti->decays_in_weights_scope;
+        const int late = late_tensor(hd, ti);
         size_t n = 0;
         int j = i;
         for (; j < hd->ntensors; j++) {
             const clef_tensor_info *tj = &hd->tensors[j];
-            if ((o->decay_all || tj->decays_in_weights_scope) != decays)
+            if (decays(o, tj) != decays(o, ti) || late_tensor(hd, tj) != late)
                 break;
             n += tj->numel;
         }
-        a.decay = decays ? (float)o->weight_decay : 0.f;
-        // elementwise and memory-bound: fixed chunks across threads
-        const size_t chunk = (size_t)1 << 16, off = ti->offset;
-        const size_t nchunks = (n + chunk - 1) / chunk;
-        CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
-            const size_t c0 = ci * chunk, m = n - c0 < chunk ? n - c0 : chunk;
-            k->adamw(m, hd->params + off + c0, hd->grads + off + c0,
-                     hd->m + off + c0, hd->v + off + c0, &a);
-        );
+        if (which == 0 || (which == 1) == late) {
+            a.decay = decays(o, ti) ? (float)o->weight_decay : 0.f;
+            const size_t off = ti->offset, nchunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
+            CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
+                const size_t c0 = ci * ADAMW_CHUNK;
+                const size_t m = n - c0 < ADAMW_CHUNK ? n - c0 : ADAMW_CHUNK;
+                k->adamw(m, hd->params + off + c0, hd->grads + off + c0,
+                         hd->m + off + c0, hd->v + off + c0, &a);
+            );
+        }
         i = j;
+    }
+}
+
+void clef_adamw_step(const clef_kernels *k, clef_head *hd,
+                     const clef_train_opts *o)
+{
+    hd->step++;
+    adamw_tensors(k, hd, o, adamw_args(o, hd->step), 0);
+}
+
+// AdamW as side work of the last backward pass (clef_side_work): item i is
+// chunk i of the tensors that are final before the memory backward, counted
+// tensor by tensor.
+typedef struct adamw_side {
+    const clef_kernels *k;
+    clef_head *hd;
+    const clef_train_opts *o;
+    clef_adamw_args a;
+} adamw_side;
+
+static int adamw_side_count(const clef_head *hd)
+{
+    size_t n = 0;
+    for (int t = 0; t < hd->ntensors; t++)
+        if (!late_tensor(hd, &hd->tensors[t]))
+            n += (hd->tensors[t].numel + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
+    return (int)n;
+}
+
+static void adamw_side_run(void *ctx, int i)
+{
+    const adamw_side *s = ctx;
+    clef_head *hd = s->hd;
+    for (int t = 0; t < hd->ntensors; t++) {
+        const clef_tensor_info *ti = &hd->tensors[t];
+        if (late_tensor(hd, ti))
+            continue;
+        const int nch = (int)((ti->numel + ADAMW_CHUNK - 1) / ADAMW_CHUNK);
+        if (i >= nch) {
+            i -= nch;
+            continue;
+        }
+        clef_adamw_args a = s->a;
+        a.decay = decays(s->o, ti) ? (float)s->o->weight_decay : 0.f;
+        const size_t c0 = (size_t)i * ADAMW_CHUNK, off = ti->offset + c0;
+        const size_t m = ti->numel - c0 < ADAMW_CHUNK ? ti->numel - c0 : ADAMW_CHUNK;
+        s->k->adamw(m, hd->params + off, hd->grads + off, hd->m + off,
+                    hd->v + off, &a);
+        return;
     }
 }
 
@@ -203,16 +276,25 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     // One packed pass when the batch fits the workspace; otherwise packed
     // sub-batches in order. Backward accumulates and the loss is normalised
     // by the whole batch's N, so both compute the same update.
+    // Without clipping, AdamW of every tensor but W_m and hidden_norm runs
+    // beside the last pass's memory backward (its last GEMM, which reads
+    // none of them): bandwidth-bound AdamW next to a compute-bound GEMM
+    // instead of after it.
+    hd->step++;
+    adamw_side as = {k, hd, o, adamw_args(o, hd->step)};
+    const clef_side_work side = {adamw_side_run, &as, adamw_side_count(hd)};
+    const int beside = !(o->max_grad_norm > 0) && clef_par_team();
     for (int b = 0; b < n;) {
         int m = fitting_prefix(ws, recs + b, n - b);
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
         loss += batch_loss(k, ws, ws->z, o, n_q, n_score, ws->p, ws->dz);
-        clef_batch_backward(k, hd, ws, ws->dz);
+        clef_batch_backward_with(k, hd, ws, ws->dz,
+                                 beside && b + m == n ? &side : NULL);
         ws->grads_fresh = 0; // later sub-batches add
         b += m;
     }
     if (o->max_grad_norm > 0)
         clip_grads(hd, o->max_grad_norm);
-    clef_adamw_step(k, hd, o);
+    adamw_tensors(k, hd, o, as.a, beside ? 1 : 0);
     return loss;
 }

@@ -433,6 +433,69 @@ Test(batch, first_pass_writes_every_owned_gradient)
     first_pass_writes_every_owned_gradient("absorb", 2);
 }
 
+// Without clipping, on more than one thread, clef_train_step runs AdamW of
+// every tensor but W_m and hidden_norm beside the last pass's memory
+// backward (core/train.c). AdamW is elementwise, so three updates must leave
+// parameters and moments bit for bit as AdamW after the pass does (forced by
+// a clipping threshold no gradient reaches), in both forms, with one packed
+// pass and with sub-batches. (The thread-count tests above compare the two
+// as well: one thread never runs side work.) A tensor updated while the
+// memory backward still reads it breaks this.
+static void adamw_beside_case(const char *backend, const char *mode, int B)
+{
+    const clef_backend *be = clef_backend_find(backend);
+    cr_assert_not_null(be, "backend %s not registered", backend);
+    const char *why = clef_backend_unavailable(be);
+    if (why)
+        cr_skip_test("backend %s: %s", backend, why);
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(2);
+    fixture f[2];
+    for (int i = 0; i < 2; i++) {
+        fixture_init_size(&f[i], 41, 1);
+        clef_ws_limits lim;
+        clef_ws_limits_for(f[i].recs, NREC, B, &lim);
+        clef_ws *ws = clef_ws_create_limits(&f[i].cfg, &lim);
+        cr_assert_not_null(ws);
+        cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
+        clef_train_opts o = opts();
+        o.max_grad_norm = i ? 1e30 : 0; // 1: AdamW after the pass
+        for (int s = 0; s < 3; s++)
+            clef_train_step(be->table, &f[i].hd, f[i].ptr + (s & 1),
+                            NREC - (s & 1), ws, &o);
+        clef_ws_free(ws);
+    }
+    omp_set_num_threads(before);
+    for (int t = 0; t < f[0].hd.ntensors; t++) {
+        const clef_tensor_info *ti = &f[0].hd.tensors[t];
+        const size_t o = ti->offset, m = sizeof(float) * ti->numel;
+        cr_expect(memcmp(f[0].hd.params + o, f[1].hd.params + o, m) == 0 &&
+                      memcmp(f[0].hd.m + o, f[1].hd.m + o, m) == 0 &&
+                      memcmp(f[0].hd.v + o, f[1].hd.v + o, m) == 0,
+                  "%s %s B=%d: %s differs from AdamW after the pass", backend,
+                  mode, B, ti->name);
+    }
+    fixture_free(&f[0]);
+    fixture_free(&f[1]);
+}
+
+static void adamw_beside(const char *backend)
+{
+    adamw_beside_case(backend, "project", NREC);
+    adamw_beside_case(backend, "project", 2);
+    adamw_beside_case(backend, "absorb", NREC);
+    adamw_beside_case(backend, "absorb", 2);
+}
+
+Test(batch, adamw_beside_memory_backward_equals_adamw_after_avx512)
+{
+    adamw_beside("avx512");
+}
+Test(batch, adamw_beside_memory_backward_equals_adamw_after_onednn)
+{
+    adamw_beside("onednn");
+}
+
 // Every backend runs the whole head as the scalar reference does, in both
 // memory-attention forms: logits and gradients of one packed batch agree
 // within 128 FLT_EPSILON of their largest magnitude (measured: logits 4-6,
