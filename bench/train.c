@@ -1,5 +1,6 @@
 // clef-bench --train: whole training updates per backend and geometry.
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "bench.h"
 #include "head.h"
+#include "scheduler/cpu.h"
 
 #define TRAIN_V 16 // lexical rows of the synthetic record
 #define TRAIN_R 2  // routing layers (HEAD.md §1: every released size)
@@ -298,6 +300,39 @@ static void control_free(control_gemm *g)
     free(g->X), free(g->W), free(g->C);
 }
 
+// The second control: the round trip of one cache line between OpenMP
+// threads 0 and 1, in ns (ping-pong through an atomic). On this shared VM it
+// is about 50 ns when the host runs the two vCPUs on one core complex and
+// 300+ ns when it moves them apart, and the 2-thread update slows by about a
+// fifth then, with no change in either thread's own GEMM or AdamW speed.
+static double control_round_trip_ns(void)
+{
+    enum { N = 20000 };
+    static _Alignas(64) atomic_int flag;
+    double t0 = 0.0, t1 = 0.0;
+    if (clef_cpu_get()->pus < 2) // two spinning threads on one CPU: no
+        return NAN;
+    atomic_store(&flag, 0);
+#pragma omp parallel num_threads(2)
+    {
+        const int t = omp_get_thread_num();
+        if (omp_get_num_threads() == 2) {
+#pragma omp barrier
+            if (t == 0)
+                t0 = now_s();
+            for (int i = 0; i < N; i++) {
+                const int want = 2 * i + t;
+                while (atomic_load_explicit(&flag, memory_order_acquire) != want)
+                    ;
+                atomic_store_explicit(&flag, want + 1, memory_order_release);
+            }
+            if (t == 0)
+                t1 = now_s();
+        }
+    }
+    return (t1 - t0) / N * 1e9;
+}
+
 // --scaling N: updates on 1 and N threads, alternating round by round so
 // both see the same machine, and the control sgemm alternating the same way:
 // on a shared machine the capacity of N threads drifts, and the control says
@@ -317,7 +352,7 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
         return 1;
     }
     int failed = 1, rounds = 0;
-    double upd[2][MAXR], ctl[2][MAXR];
+    double upd[2][MAXR], ctl[2][MAXR], rtt[MAXR];
     if (control_make(&t, &g) != 0) {
         snprintf(why, sizeof why, "out of memory");
         goto out;
@@ -339,15 +374,21 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
                 goto out;
             }
         }
+        rtt[rounds] = control_round_trip_ns();
         rounds++;
     }
     double u1 = median(upd[0], rounds), un = median(upd[1], rounds);
     double c1 = median(ctl[0], rounds), cn = median(ctl[1], rounds);
+    int slow = 0;
+    for (int r = 0; r < rounds; r++)
+        slow += rtt[r] > 150.0; // NaN (one CPU) counts as not slow
+    const double rt = median(rtt, rounds);
     printf("%-7s %-16s %-10s %-36s PASS       %.2fx (%.4g -> %.4g updates/s, "
            "medians of %d alternating rounds); oneDNN sgemm %dx%dx%d in the "
-           "same window %.2fx\n",
+           "same window %.2fx; cross-core round trip %.0f ns (%d of %d rounds "
+           "over 150 ns)\n",
            b->name, "train_scaling", s->name, what, u1 / un, 1.0 / u1,
-           1.0 / un, rounds, g.M, g.N, g.K, c1 / cn);
+           1.0 / un, rounds, g.M, g.N, g.K, c1 / cn, rt, slow, rounds);
     fflush(stdout);
     if (rows) {
         json_t *r = json_object();
@@ -361,6 +402,8 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
         json_object_set_new(r, "updates_per_s_n", json_real(1.0 / un));
         json_object_set_new(r, "speedup", json_real(u1 / un));
         json_object_set_new(r, "control_speedup", json_real(c1 / cn));
+        json_object_set_new(r, "round_trip_ns", json_real(rt));
+        json_object_set_new(r, "slow_round_trip_rounds", json_integer(slow));
         json_array_append_new(rows, r);
     }
     failed = 0;

@@ -376,6 +376,11 @@ Test(bench_harness, train_scaling_reports_both_speedups)
     cr_assert(sp > 0 && cs > 0 && u1 > 0 && un > 0, "speedup %g control %g", sp,
               cs);
     cr_assert_float_eq(sp, un / u1, 1e-9 * sp);
+    double rt = json_real_value(json_object_get(r, "round_trip_ns"));
+    json_int_t slow = json_integer_value(json_object_get(r, "slow_round_trip_rounds"));
+    cr_assert(rt > 0 && rt < 1e6, "cross-core round trip %g ns", rt);
+    cr_assert(slow >= 0 && slow <= json_integer_value(json_object_get(r, "rounds")),
+              "%lld slow rounds", (long long)slow);
     json_decref(doc);
     tp_rmdir(dir);
     cr_assert_eq(run_cli("--scaling 2", last, sizeof last), 2);
