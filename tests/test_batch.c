@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "head.h"
+#include "isa_common.h"
 #include "ref_head.h"
 #include "registry.h"
 #include "util.h"
@@ -75,6 +76,18 @@ static void fixture_free(fixture *f)
         clef_record_free(&f->recs[b]);
     free(f->E);
     clef_head_free(&f->hd);
+}
+
+// A workspace for batches of up to B of f's records, memory attentions in
+// `mode` ("auto", "project" or "absorb").
+static clef_ws *fixture_ws(const fixture *f, int B, const char *mode)
+{
+    clef_ws_limits lim;
+    clef_ws_limits_for(f->recs, NREC, B, &lim);
+    clef_ws *ws = clef_ws_create_limits(&f->cfg, &lim);
+    cr_assert_not_null(ws);
+    cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
+    return ws;
 }
 
 static clef_train_opts opts(void)
@@ -238,22 +251,18 @@ static float *train_with_threads(const clef_kernels *k, int threads, int steps,
 
 static void check_thread_invariance_mode(const char *backend, const char *mode)
 {
-    const clef_backend *be = clef_backend_find(backend);
-    cr_assert_not_null(be, "backend %s not registered", backend);
-    const char *why = clef_backend_unavailable(be);
-    if (why)
-        cr_skip_test("backend %s: %s", backend, why);
+    const clef_kernels *kb = isa_table_or_skip(backend); // any backend
     const int counts[] = {1, 2, 3, 8}; // 8 > the cores of a 2-core machine
     const int before = omp_get_max_threads();
     // the scalar reference is single-threaded: the small head is enough
     const int big = strcmp(backend, "scalar") != 0;
-    float *ref = train_with_threads(be->table, 1, 6, big, mode);
+    float *ref = train_with_threads(kb, 1, 6, big, mode);
     fixture f;
     fixture_init_size(&f, 17, big);
     size_t n = f.hd.nparams;
     fixture_free(&f);
     for (size_t c = 1; c < sizeof(counts) / sizeof(counts[0]); c++) {
-        float *w = train_with_threads(be->table, counts[c], 6, big, mode);
+        float *w = train_with_threads(kb, counts[c], 6, big, mode);
         cr_expect_eq(memcmp(ref, w, sizeof(float) * n), 0,
                      "%s (%s): weights after 6 updates differ between 1 and %d "
                      "threads", backend, mode, counts[c]);
@@ -443,25 +452,17 @@ Test(batch, first_pass_writes_every_owned_gradient)
 // memory backward still reads it breaks this.
 static void adamw_beside_case(const char *backend, const char *mode, int B)
 {
-    const clef_backend *be = clef_backend_find(backend);
-    cr_assert_not_null(be, "backend %s not registered", backend);
-    const char *why = clef_backend_unavailable(be);
-    if (why)
-        cr_skip_test("backend %s: %s", backend, why);
+    const clef_kernels *kb = isa_table_or_skip(backend); // any backend
     const int before = omp_get_max_threads();
     omp_set_num_threads(2);
     fixture f[2];
     for (int i = 0; i < 2; i++) {
         fixture_init_size(&f[i], 41, 1);
-        clef_ws_limits lim;
-        clef_ws_limits_for(f[i].recs, NREC, B, &lim);
-        clef_ws *ws = clef_ws_create_limits(&f[i].cfg, &lim);
-        cr_assert_not_null(ws);
-        cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
+        clef_ws *ws = fixture_ws(&f[i], B, mode);
         clef_train_opts o = opts();
         o.max_grad_norm = i ? 1e30 : 0; // 1: AdamW after the pass
         for (int s = 0; s < 3; s++)
-            clef_train_step(be->table, &f[i].hd, f[i].ptr + (s & 1),
+            clef_train_step(kb, &f[i].hd, f[i].ptr + (s & 1),
                             NREC - (s & 1), ws, &o);
         clef_ws_free(ws);
     }
@@ -504,22 +505,14 @@ Test(batch, adamw_beside_memory_backward_equals_adamw_after_onednn)
 // the worst errors.
 static void backend_matches_scalar(const char *backend, const char *mode)
 {
-    const clef_backend *be = clef_backend_find(backend);
-    cr_assert_not_null(be, "backend %s not registered", backend);
-    const char *why = clef_backend_unavailable(be);
-    if (why)
-        cr_skip_test("backend %s: %s", backend, why);
+    const clef_kernels *kb = isa_table_or_skip(backend); // any backend
     fixture f[2];
-    const clef_kernels *ks[2] = {&clef_scalar_kernels, be->table};
+    const clef_kernels *ks[2] = {&clef_scalar_kernels, kb};
     float *z[2], *g[2];
     int O = 0;
     for (int i = 0; i < 2; i++) {
         fixture_init_size(&f[i], 31, 1);
-        clef_ws_limits lim;
-        clef_ws_limits_for(f[i].recs, NREC, NREC, &lim);
-        clef_ws *ws = clef_ws_create_limits(&f[i].cfg, &lim);
-        cr_assert_not_null(ws);
-        cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
+        clef_ws *ws = fixture_ws(&f[i], NREC, mode);
         O = 0;
         for (int b = 0; b < NREC; b++)
             O += f[i].recs[b].O;
