@@ -157,13 +157,13 @@ static int late_tensor(const clef_head *hd, const clef_tensor_info *ti)
 // AdamW elementwise chunks: fixed, so the split never changes a result
 #define ADAMW_CHUNK ((size_t)1 << 16)
 
-// AdamW over every tensor (which = 0), only the late ones (1) or all but
-// the late ones (2); one call per run of consecutive tensors with the same
-// decay (the update is elementwise: the same math as one call per tensor),
-// in fixed chunks across threads (memory-bound).
+// AdamW over every tensor, or only the late ones (late_only); one call per
+// run of consecutive tensors with the same decay (the update is elementwise:
+// the same math as one call per tensor), in fixed chunks across threads
+// (memory-bound).
 static void adamw_tensors(const clef_kernels *k, clef_head *hd,
                           const clef_train_opts *o, clef_adamw_args a,
-                          int which)
+                          int late_only)
 {
     for (int i = 0; i < hd->ntensors;) {
         const clef_tensor_info *ti = &hd->tensors[i];
@@ -176,7 +176,7 @@ static void adamw_tensors(const clef_kernels *k, clef_head *hd,
                 break;
             n += tj->numel;
         }
-        if (which == 0 || (which == 1) == late) {
+        if (!late_only || late) {
             a.decay = decays(o, ti) ? (float)o->weight_decay : 0.f;
             const size_t off = ti->offset, nchunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
             CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
