@@ -18,7 +18,7 @@ static inline int clef_par_team(void)
 // for (type i = 0; i < n; i++) { body }, on the OpenMP team when `par`.
 #define CLEF_PAR_FOR(par, type, i, n, ...)                                     \
     do {                                                                       \
-        if ((par) && omp_get_max_threads() > 1 && !omp_in_parallel()) {      \
+        if ((par) && clef_par_team()) {                                        \
             _Pragma("omp parallel for schedule(static)")                       \
             for (type i = 0; i < (n); i++) { __VA_ARGS__ }                     \
         } else {                                                               \

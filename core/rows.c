@@ -57,59 +57,44 @@ void clef_rows_bias_add(const clef_kernels *k, int rows, int n, const float *b,
     );
 }
 
+// Elementwise ops over n floats: chunks of ROWS_CHUNK (one call up to that),
+// on the team from ROWS_PAR_MIN.
+static size_t nchunks(size_t n) { return (n + ROWS_CHUNK - 1) / ROWS_CHUNK; }
+static size_t chunk_len(size_t n, size_t i0)
+{
+    return n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK;
+}
+
 void clef_rows_gelu_fwd(const clef_kernels *k, size_t n, const float *x,
                         float *y)
 {
-    if (n < ROWS_PAR_MIN) {
-        k->gelu_fwd(n, x, y);
-        return;
-    }
-    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
-    CLEF_PAR_FOR(1, size_t, c, nc,
+    CLEF_PAR_FOR(n >= ROWS_PAR_MIN, size_t, c, nchunks(n),
         const size_t i0 = c * ROWS_CHUNK;
-        k->gelu_fwd(n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK, x + i0, y + i0);
+        k->gelu_fwd(chunk_len(n, i0), x + i0, y + i0);
     );
 }
 
 void clef_rows_gelu_bwd(const clef_kernels *k, size_t n, const float *x,
                         const float *dy, float *dx)
 {
-    if (n < ROWS_PAR_MIN) {
-        k->gelu_bwd(n, x, dy, dx);
-        return;
-    }
-    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
-    CLEF_PAR_FOR(1, size_t, c, nc,
+    CLEF_PAR_FOR(n >= ROWS_PAR_MIN, size_t, c, nchunks(n),
         const size_t i0 = c * ROWS_CHUNK;
-        k->gelu_bwd(n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK, x + i0, dy + i0,
-                    dx + i0);
+        k->gelu_bwd(chunk_len(n, i0), x + i0, dy + i0, dx + i0);
     );
 }
 
 void clef_rows_copy(float *dst, const float *src, size_t n)
 {
-    if (n < ROWS_PAR_MIN) {
-        memcpy(dst, src, sizeof(float) * n);
-        return;
-    }
-    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
-    CLEF_PAR_FOR(1, size_t, c, nc,
+    CLEF_PAR_FOR(n >= ROWS_PAR_MIN, size_t, c, nchunks(n),
         const size_t i0 = c * ROWS_CHUNK;
-        memcpy(dst + i0, src + i0,
-               sizeof(float) * (n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK));
+        memcpy(dst + i0, src + i0, sizeof(float) * chunk_len(n, i0));
     );
 }
 
 void clef_rows_zero(float *x, size_t n)
 {
-    if (n < ROWS_PAR_MIN) {
-        memset(x, 0, sizeof(float) * n);
-        return;
-    }
-    const size_t nc = (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
-    CLEF_PAR_FOR(1, size_t, c, nc,
+    CLEF_PAR_FOR(n >= ROWS_PAR_MIN, size_t, c, nchunks(n),
         const size_t i0 = c * ROWS_CHUNK;
-        memset(x + i0, 0,
-               sizeof(float) * (n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK));
+        memset(x + i0, 0, sizeof(float) * chunk_len(n, i0));
     );
 }

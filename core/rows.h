@@ -1,7 +1,8 @@
 // Row-wise and elementwise kernels over many rows, split across the OpenMP
 // team in fixed chunks (private to core/). The chunks depend only on the
 // shape, never on the thread count, and each chunk writes its own rows, so
-// 1 and N threads give the same bits. Below the threshold: one kernel call.
+// 1 and N threads give the same bits. Below the threshold, the chunks run on
+// the calling thread (one call up to a chunk's size).
 #ifndef CLEF_ROWS_H
 #define CLEF_ROWS_H
 
