@@ -1,8 +1,9 @@
 // Row-wise and elementwise kernels over many rows, split across the OpenMP
 // team in fixed chunks (private to core/). The chunks depend only on the
 // shape, never on the thread count, and each chunk writes its own rows, so
-// 1 and N threads give the same bits. Below the threshold, the chunks run on
-// the calling thread (one call up to a chunk's size).
+// 1 and N threads give the same bits. Below the threshold they run on the
+// calling thread: one call for the row-wise kernels, one per chunk for the
+// elementwise ones.
 #ifndef CLEF_ROWS_H
 #define CLEF_ROWS_H
 
