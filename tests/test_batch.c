@@ -36,13 +36,14 @@ typedef struct fixture {
 
 // The small head, or (big) one large enough that every threaded path really
 // splits: memory GEMMs over 4 MFLOP, w·d and T·d over 2^16 (memory backward,
+// D in two blocks of different width: core/backward.c, d_chunks),
 // X = x̂γ + β), AdamW runs over 2^17 parameters.
 static const int big_T[NREC] = {300, 257, 64, 17, 200};
 
 static void fixture_init_size(fixture *f, uint64_t seed, int big)
 {
     memset(f, 0, sizeof(*f));
-    f->cfg = big ? (clef_config){.d = 300, .w = 256, .h = 4, .f = 200, .R = 1, .L = 1}
+    f->cfg = big ? (clef_config){.d = 1300, .w = 256, .h = 4, .f = 200, .R = 1, .L = 1}
                  : (clef_config){.d = 6, .w = 8, .h = 2, .f = 12, .R = 2, .L = 2};
     clef_err err = {0};
     cr_assert_eq(clef_head_alloc(&f->hd, &f->cfg, &err), 0, "%s", err.msg);

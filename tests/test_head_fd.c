@@ -386,6 +386,64 @@ Test(head_fd, gradient_kappa_clamped_b, .timeout = 60)
     check_gradient(&cfg_b, 0xfd03, 1, "auto");
 }
 
+// A wide hidden size: the memory projection's backward computes D = dMᵀ x̂
+// in column blocks (core/backward.c, d_chunks: 2 at d = 1300, of 1024 and
+// 276 columns). W_m and hidden_norm's gradients at the columns on both
+// sides of every block edge, against central differences as above, scaled
+// by the largest of the sampled differences per tensor: a block that misses
+// or repeats columns is off by a whole gradient there.
+static const clef_config cfg_wide = {.d = 1300, .w = 8, .h = 2, .f = 12, .R = 1, .L = 1};
+
+static void check_wide_gradient(const char *mode)
+{
+    static const char *const names[] = {"memory_projection.weight",
+                                        "hidden_norm.weight", "hidden_norm.bias"};
+    static const int cols[] = {0, 1, 1023, 1024, 1025, 1298, 1299};
+    const int ncol = (int)(sizeof(cols) / sizeof(cols[0])), d = cfg_wide.d;
+    fd_case c;
+    fd_case_make(&c, &cfg_wide, 0xfd04, 0, mode);
+    int nbad = 0;
+    for (int n = 0; n < 3; n++) {
+        const int ti = clef_head_find(&c.hd, names[n]);
+        cr_assert_geq(ti, 0, "no tensor %s", names[n]);
+        const clef_tensor_info *t = &c.hd.tensors[ti];
+        const int rows = (int)(t->numel / d);
+        double fd[8 * 7], an[8 * 7], scale = 0.0;
+        cr_assert_leq(rows * ncol, 8 * 7, "%s: %d rows", names[n], rows);
+        for (int r = 0; r < rows; r++)
+            for (int j = 0; j < ncol; j++) {
+                const size_t i = t->offset + (size_t)r * d + cols[j];
+                const double x0 = c.theta[i], h = 1e-6 * fmax(1.0, fabs(x0));
+                c.theta[i] = x0 + h;
+                double lp = ref_loss(&c, NULL);
+                c.theta[i] = x0 - h;
+                double lm = ref_loss(&c, NULL);
+                c.theta[i] = x0;
+                fd[r * ncol + j] = (lp - lm) / ((x0 + h) - (x0 - h));
+                an[r * ncol + j] = c.hd.grads[i];
+                scale = fmax(scale, fabs(fd[r * ncol + j]));
+            }
+        for (int k = 0; k < rows * ncol; k++) {
+            double units = fabs(an[k] - fd[k]) / (CLEF_TEST_EPS * scale);
+            if (units <= FD_UNITS)
+                continue;
+            nbad++;
+            cr_expect(0, "%s (%s) row %d column %d: analytic %.9g fd %.9g "
+                         "(%.1f eps*scale, allowed %.0f)",
+                      names[n], mode, k / ncol, cols[k % ncol], an[k], fd[k],
+                      units, FD_UNITS);
+        }
+    }
+    fd_case_free(&c);
+    cr_assert_eq(nbad, 0, "%d sampled gradients disagree", nbad);
+}
+
+Test(head_fd, gradient_memory_projection_wide, .timeout = 60)
+{
+    check_wide_gradient("project");
+    check_wide_gradient("absorb");
+}
+
 // ---- HEAD.md §7 invariants on the analytic gradient ----
 
 // Every row of tensor `name` (rows × w) sums to 0 along w: a sum of w float
