@@ -512,17 +512,22 @@ static inline void gemm_st4n(float *p, __m128 x, int n)
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                    \
             rs_st(C + (size_t)r * ldc, s[r], w, accum);                        \
     }
-// R (≤ 4) rows × two vectors (VW < w ≤ 2·VW)
+// R (≤ GEMM_ROWS_2V_MAX) rows × two vectors (VW < w ≤ 2·VW). Row k also
+// prefetches the two vectors at pf + k·ldb: the strip the caller runs next
+// (few-row products stream B strip by strip, and a strip walks B down its
+// rows a page apart, which the hardware prefetchers do not follow).
 #define GEMM_ROWS_2V(R)                                                        \
     static void rows_2v_##R(int K, const float *A, size_t sai, size_t sak,     \
                             const float *B, int ldb, float *C, int ldc, int w, \
-                            int accum)                                         \
+                            int accum, const float *pf)                        \
     {                                                                          \
         vf s0[R], s1[R];                                                       \
         _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) s0[r] = s1[r] =    \
             vf_zero();                                                         \
         for (int k = 0; k < K; k++) {                                          \
-            const float *bk = B + (size_t)k * ldb;                             \
+            const float *bk = B + (size_t)k * ldb, *pk = pf + (size_t)k * ldb; \
+            _mm_prefetch((const char *)pk, _MM_HINT_T0);                       \
+            _mm_prefetch((const char *)(pk + VW), _MM_HINT_T0);                \
             vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);                  \
             const float *a = A + k * sak;                                      \
             _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {              \
@@ -553,7 +558,10 @@ static const gemm_rows_fn rows_1v[9] = {NULL,    rows_1v_1, rows_1v_2,
 static const gemm_rows_fn rows_x4[9] = {NULL,    rows_x4_1, rows_x4_2,
                                         rows_x4_3, rows_x4_4, rows_x4_5,
                                         rows_x4_6, rows_x4_7, rows_x4_8};
-static const gemm_rows_fn rows_2v[13] = {
+typedef void (*gemm_rows_pf_fn)(int K, const float *A, size_t sai, size_t sak,
+                                const float *B, int ldb, float *C, int ldc,
+                                int w, int accum, const float *pf);
+static const gemm_rows_pf_fn rows_2v[13] = {
     NULL,      rows_2v_1, rows_2v_2, rows_2v_3,  rows_2v_4,  rows_2v_5, rows_2v_6,
     rows_2v_7, rows_2v_8, rows_2v_9, rows_2v_10, rows_2v_11, rows_2v_12};
 // rows side by side in a two-vector row kernel: 2·R accumulators + 2 B
@@ -562,12 +570,14 @@ static const gemm_rows_fn rows_2v[13] = {
 
 // R rows (≤ GEMM_ROWS_2V_MAX) × one strip of w (≤ 2·VW) columns, through the
 // row kernel of the strip's width; the one-vector kernels hold at most 8 rows.
+// pf: the next strip's B (rows_2v prefetches it; B + 2·VW when the caller's
+// next strip is the adjacent one).
 static void gemm_rows_call(int R, int K, const float *A, size_t sai,
                            size_t sak, const float *B, int ldb, float *C,
-                           int ldc, int w, int accum)
+                           int ldc, int w, int accum, const float *pf)
 {
     if (w > VW) {
-        rows_2v[R](K, A, sai, sak, B, ldb, C, ldc, w, accum);
+        rows_2v[R](K, A, sai, sak, B, ldb, C, ldc, w, accum, pf);
         return;
     }
     for (int i = 0; i < R; i += 8) {
@@ -589,7 +599,8 @@ static void gemm_rows_block(int M, int K, const float *A, size_t sai,
         int R = M - i < rb ? M - i : rb;
         const float *a = A + i * sai;
         float *c = C + (size_t)i * ldc + j;
-        gemm_rows_call(R, K, a, sai, sak, B + j, ldb, c, ldc, w, accum);
+        gemm_rows_call(R, K, a, sai, sak, B + j, ldb, c, ldc, w, accum,
+                       B + j + 2 * VW);
     }
 }
 
@@ -628,6 +639,19 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
 // released head's weights (1024x5120, 1024x4096): M = 4 runs 2x faster at
 // 16 than at 512; M = 12 1.5x faster at 256 than at 16, on 2 threads.
 static int gemm_nn_kb(int M) { return M <= 4 ? 16 : 256; }
+// B of the strip gemm_rows_nn_strips runs after strip st of K block k0 in
+// chunk [c0, c1): the next strip, else the chunk's first strip in the next
+// K block, else the next chunk's first strip (or st itself at the end).
+static const float *nn_strip_next(int K, const float *B, int ldb, int KB,
+                                  int k0, int st, int c0, int c1)
+{
+    if (st + 1 < c1)
+        return B + (size_t)k0 * ldb + (size_t)(st + 1) * 2 * VW;
+    if (k0 + KB < K)
+        return B + (size_t)(k0 + KB) * ldb + (size_t)c0 * 2 * VW;
+    return B + (size_t)c1 * 2 * VW;
+}
+
 // Column strips [s0, s1) of a few-row nn: B block by block, C chunks in L1.
 static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
                                 const float *B, int ldb, float *C, int ldc,
@@ -644,11 +668,13 @@ static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
             const int acc = accum || k0 > 0;
             for (int st = c0; st < c1; st++) {
                 int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
+                const float *pf = nn_strip_next(K, B, ldb, KB, k0, st, c0, c1);
                 for (int i = 0; i < M; i += GEMM_ROWS_2V_MAX) {
                     int R = M - i < GEMM_ROWS_2V_MAX ? M - i : GEMM_ROWS_2V_MAX;
                     gemm_rows_call(R, kb, A + (size_t)i * lda + k0,
                                    (size_t)lda, 1, B + (size_t)k0 * ldb + j,
-                                   ldb, C + (size_t)i * ldc + j, ldc, w, acc);
+                                   ldb, C + (size_t)i * ldc + j, ldc, w, acc,
+                                   pf);
                 }
             }
         }
@@ -697,7 +723,7 @@ static void gemm_rows_tn_block(int M, int N, int K, const float *A, size_t sak,
     for (int j = 0; j < N; j += 2 * VW) {
         int w = N - j < 2 * VW ? N - j : 2 * VW;
         gemm_rows_call(R, K, A + i, 1, sak, B + j, ldb,
-                       C + (size_t)i * ldc + j, ldc, w, accum);
+                       C + (size_t)i * ldc + j, ldc, w, accum, B + j + 2 * VW);
     }
 }
 
