@@ -1,6 +1,7 @@
 // The head's parameters: the 122-tensor layout in state-dict order (HEAD.md
 // §2), one flat buffer for params / grads / AdamW m / v, views into it, and the
 // seeded PyTorch-style initialisation (HEAD.md §8).
+#include "bigalloc.h"
 #include "head.h"
 #include "rng.h"
 
@@ -251,7 +252,7 @@ int clef_head_alloc(clef_head *hd, const clef_config *cfg, clef_err *err)
     hd->nparams = clef_param_count(cfg);
     hd->tensors = calloc(hd->ntensors, sizeof(*hd->tensors));
     // One allocation for params, grads, m, v: the same layout four times.
-    float *all = calloc(4 * hd->nparams, sizeof(float));
+    float *all = clef_big_calloc(4 * hd->nparams * sizeof(float));
     if (!hd->tensors || !all) {
         free(all);
         goto oom;

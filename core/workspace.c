@@ -2,6 +2,7 @@
 // scratch, carved from one arena sized by clef_ws_limits. Allocated once
 // and reused for every record and step: no allocation in the update loop.
 #include "acts.h"
+#include "bigalloc.h"
 #include "memattn.h"
 
 #include <stdlib.h>
@@ -179,10 +180,9 @@ clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
         goto fail;
     arena sizing = {NULL, 0};
     carve(ws, &sizing);
-    ws->arena = aligned_alloc(64, sizing.off * sizeof(float));
+    ws->arena = clef_big_calloc(sizing.off * sizeof(float));
     if (!ws->arena)
         goto fail;
-    memset(ws->arena, 0, sizing.off * sizeof(float));
     arena real = {ws->arena, 0};
     carve(ws, &real);
     return ws;
