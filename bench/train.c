@@ -383,12 +383,21 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
     for (int r = 0; r < rounds; r++)
         slow += rtt[r] > 150.0; // NaN (one CPU) counts as not slow
     const double rt = median(rtt, rounds);
+    // FLOP rates (core/flops.c's count) against the sgemm's, same threads
+    const double fl = clef_update_flops(&t.cfg, t.batch, t.B,
+                                        getenv("CLEF_MEMORY_ATTENTION"));
+    const double cf = 2.0 * g.M * g.N * g.K;
+    const double gf1 = fl / u1 * 1e-9, gfn = fl / un * 1e-9;
+    const double cg1 = cf / c1 * 1e-9, cgn = cf / cn * 1e-9;
     printf("%-7s %-16s %-10s %-36s PASS       %.2fx (%.4g -> %.4g updates/s, "
            "medians of %d alternating rounds); oneDNN sgemm %dx%dx%d in the "
            "same window %.2fx; cross-core round trip %.0f ns (%d of %d rounds "
-           "over 150 ns)\n",
+           "over 150 ns); update FLOP rate %.0f%% of that sgemm's on 1 "
+           "thread (%.4g of %.4g GFLOP/s), %.0f%% on %d (%.4g of %.4g)\n",
            b->name, "train_scaling", s->name, what, u1 / un, 1.0 / u1,
-           1.0 / un, rounds, g.M, g.N, g.K, c1 / cn, rt, slow, rounds);
+           1.0 / un, rounds, g.M, g.N, g.K, c1 / cn, rt, slow, rounds,
+           100.0 * gf1 / cg1, gf1, cg1, 100.0 * gfn / cgn, o->scaling, gfn,
+           cgn);
     fflush(stdout);
     if (rows) {
         json_t *r = json_object();
@@ -404,6 +413,10 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
         json_object_set_new(r, "control_speedup", json_real(c1 / cn));
         json_object_set_new(r, "round_trip_ns", json_real(rt));
         json_object_set_new(r, "slow_round_trip_rounds", json_integer(slow));
+        json_object_set_new(r, "gflops_1", json_real(gf1));
+        json_object_set_new(r, "gflops_n", json_real(gfn));
+        json_object_set_new(r, "control_gflops_1", json_real(cg1));
+        json_object_set_new(r, "control_gflops_n", json_real(cgn));
         json_array_append_new(rows, r);
     }
     failed = 0;

@@ -344,7 +344,8 @@ Test(bench_harness, the_program_ends_with_the_counts_and_exits_by_verdict)
 }
 
 // --train --scaling N: a measured row per backend and shape with both
-// speedups (clef's and the control sgemm's) from at least 3 rounds; the flag
+// speedups (clef's and the control sgemm's) and both FLOP rates from at
+// least 3 rounds; the flag
 // is refused without --train or below 2 threads.
 Test(bench_harness, train_scaling_reports_both_speedups)
 {
@@ -381,6 +382,15 @@ Test(bench_harness, train_scaling_reports_both_speedups)
     cr_assert(rt > 0 && rt < 1e6, "cross-core round trip %g ns", rt);
     cr_assert(slow >= 0 && slow <= json_integer_value(json_object_get(r, "rounds")),
               "%lld slow rounds", (long long)slow);
+    // FLOP rates: the update's on 1 and N threads (one count: their ratio is
+    // the speedup) and the control sgemm's on the same threads
+    double g1 = json_real_value(json_object_get(r, "gflops_1"));
+    double gn = json_real_value(json_object_get(r, "gflops_n"));
+    double c1 = json_real_value(json_object_get(r, "control_gflops_1"));
+    double cn = json_real_value(json_object_get(r, "control_gflops_n"));
+    cr_assert(g1 > 0 && gn > 0 && c1 > 0 && cn > 0,
+              "GFLOP/s %g %g, control %g %g", g1, gn, c1, cn);
+    cr_assert_float_eq(gn / g1, sp, 1e-9 * sp);
     json_decref(doc);
     tp_rmdir(dir);
     cr_assert_eq(run_cli("--scaling 2", last, sizeof last), 2);
