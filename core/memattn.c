@@ -60,6 +60,7 @@ static void reorder(const clef_memattn *ma, const float *src, float *dst,
             const size_t rm = ((size_t)h * q0 + (size_t)hh * n + i) * w;
             const float *x = src + (to_records ? hm : rm);
             float *y = dst + (to_records ? rm : hm);
+            _Pragma("omp simd")
             for (int j = 0; j < w; j++)
                 y[j] = x[j] * s;
         }
