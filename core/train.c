@@ -283,7 +283,10 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     hd->step++;
     adamw_side as = {k, hd, o, adamw_args(o, hd->step)};
     const clef_side_work side = {adamw_side_run, &as, adamw_side_count(hd)};
-    const int beside = !(o->max_grad_norm > 0) && clef_par_team();
+    // (Not for a head whose AdamW runs on one thread anyway: the region
+    // would cost more than it hides, 7,680 times in the seed's experiment.)
+    const int beside = !(o->max_grad_norm > 0) && clef_par_team() &&
+                       hd->nparams > 2 * ADAMW_CHUNK;
     for (int b = 0; b < n;) {
         int m = fitting_prefix(ws, recs + b, n - b);
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
