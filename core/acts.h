@@ -65,6 +65,7 @@ struct clef_ws {
     // memory attentions: CLEF_MEMATTN_* requested, and for this batch
     // whether the routing / field layers run the absorbed form
     int memattn, absorb_route, absorb_field;
+    double d_block_flops; // the memory backward's D blocks (backward.c)
     // the next backward writes the weight gradients the GEMMs own instead of
     // adding to them (the update's first pass: clef_grads_prepare)
     int grads_fresh;

@@ -410,23 +410,31 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 // with D = dMᵀ x̂ (w, d) and c = Σ_t dM_t (w), one T×d×w product gives
 //   dW_m += D ⊙ γ + c βᵀ,  dγ += Σ_j W_m ⊙ D,  dβ += cᵀ W_m,
 // and the span means add dγ += dqv ⊙ q̂v + dctx ⊙ ĉtx + dg ⊙ x̂_{T−1}.
-// D (w, d) = dMᵀ x̂ is computed in d_chunks(d) column blocks, fixed by d and
-// never by the thread count (a block's bits do not depend on who runs it),
-// so that the update's side work can share the team with it. Each block
-// packs all of dM again (a w×T copy), so blocks are at least 640 columns
-// wide (the copy under 5 % of the block's product), at most 8; and they
+// D (w, d) = dMᵀ x̂ is computed in d_chunks column blocks, fixed by the
+// shape and never by the thread count (a block's bits do not depend on who
+// runs it), so that the update's side work can share the team with it:
+// about one block per ws->d_block_flops of D (default 1 GFLOP: ~10 ms on
+// one core; the team then waits at most about the last, smallest block),
+// at most 8. Each block packs all of dM again (a w×T copy). The blocks
 // shrink towards the end (d_bound), so the thread that ends the side work
-// and the one that ends the last large block wait little for each other:
-// released, batch 4, 2 threads: 4 equal blocks left one thread idle 40 ms
-// of the 170 ms; these 8 end within 3 ms of each other at 150 ms.
-static int d_chunks(int d)
+// and the one that ends the last large block wait little for each other.
+// Released, batch 4, 2 threads: 4 equal blocks left one thread idle 40 ms
+// of the 170 ms; 8 shrinking ones end within 3 ms of each other at 150 ms.
+// Mid, batch 16: one block (D twice AdamW) kept a thread idle 26 ms of 45.
+static int d_chunks(const clef_ws *ws, int d, int w)
 {
-    const int n = d / 640;
-    return n < 1 ? 1 : n < 8 ? n : 8;
+    const double unit = ws->d_block_flops > 0 ? ws->d_block_flops
+                                              : CLEF_D_BLOCK_FLOPS;
+    const double n = ceil(2.0 * d * w * ws->T / unit);
+    // at most √(64-column units): the last block, 1/n² of d, is a unit
+    int most = (int)sqrt((double)((d + 63) / 64));
+    most = most < 1 ? 1 : most < 8 ? most : 8;
+    return n < 1 ? 1 : n < most ? (int)n : most;
 }
 
 // Start of block i of nc (i = nc: d): 1 − (1 − i/nc)² of d in whole
-// 64-column units, so block sizes fall linearly from about 2d/nc.
+// 64-column units, so block sizes fall linearly from about 2d/nc to d/nc²
+// (at least one unit: nc² ≤ units), none empty.
 static int d_bound(int d, int nc, int i)
 {
     const double x = 1.0 - (double)(nc - i) * (nc - i) / ((double)nc * nc);
@@ -515,7 +523,7 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     clef_tensors *G = &hd->g;
     const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     float *D = ws->dwd, *cs = ws->dvec;
-    const int nc = d_chunks(d);
+    const int nc = d_chunks(ws, d, w);
     if (side && clef_par_team())
         d_with_side(k, ws, w, d, nc, side);
     else {

@@ -153,6 +153,12 @@ void clef_ws_free(clef_ws *ws);
 // folded into the few queries: core/memattn.h). Returns 0, or -1 for an
 // unknown name. The numbers agree to float rounding either way.
 int clef_ws_set_memory_attention(clef_ws *ws, const char *mode);
+// The work per column block of the memory backward's D = dMᵀ x̂ (the
+// blocks that share the team with AdamW, core/backward.c): about one block
+// per `flops` (default CLEF_D_BLOCK_FLOPS), at most 8. Tests set it small to
+// split D on small heads; results match for any value to float rounding.
+#define CLEF_D_BLOCK_FLOPS 1e9
+void clef_ws_set_d_block_flops(clef_ws *ws, double flops);
 
 // Forward (HEAD.md §5) of a batch: z (Σ O_b) = the records' logits, packed in
 // order. Saves activations in ws.

@@ -252,6 +252,11 @@ int clef_ws_set_memory_attention(clef_ws *ws, const char *mode)
     return 0;
 }
 
+void clef_ws_set_d_block_flops(clef_ws *ws, double flops)
+{
+    ws->d_block_flops = flops > 0 ? flops : CLEF_D_BLOCK_FLOPS;
+}
+
 void clef_ws_free(clef_ws *ws)
 {
     if (!ws)

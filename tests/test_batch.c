@@ -36,7 +36,7 @@ typedef struct fixture {
 
 // The small head, or (big) one large enough that every threaded path really
 // splits: memory GEMMs over 4 MFLOP, w·d and T·d over 2^16 (memory backward,
-// D in two blocks of different width: core/backward.c, d_chunks),
+// D in blocks of different width: fixture_ws),
 // X = x̂γ + β), AdamW runs over 2^17 parameters.
 static const int big_T[NREC] = {300, 257, 64, 17, 200};
 
@@ -80,7 +80,8 @@ static void fixture_free(fixture *f)
 }
 
 // A workspace for batches of up to B of f's records, memory attentions in
-// `mode` ("auto", "project" or "absorb").
+// `mode` ("auto", "project" or "absorb"), the memory backward's D in as
+// many blocks as d allows (4 for the big head: core/backward.c, d_chunks).
 static clef_ws *fixture_ws(const fixture *f, int B, const char *mode)
 {
     clef_ws_limits lim;
@@ -88,6 +89,7 @@ static clef_ws *fixture_ws(const fixture *f, int B, const char *mode)
     clef_ws *ws = clef_ws_create_limits(&f->cfg, &lim);
     cr_assert_not_null(ws);
     cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
+    clef_ws_set_d_block_flops(ws, 1.0);
     return ws;
 }
 
