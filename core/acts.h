@@ -52,6 +52,7 @@ struct clef_ws {
     clef_config cfg;
     clef_ws_limits lim;
     float *arena;
+    size_t arena_bytes; // clef_big_free's size
     // ---- the batch's index (clef_batch_index) ----
     int nb;                      // records in the batch
     int T, Q, O;                 // total rows

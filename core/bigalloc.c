@@ -1,4 +1,4 @@
-#define _DEFAULT_SOURCE // MADV_HUGEPAGE under -std=c11
+#define _DEFAULT_SOURCE // MAP_ANONYMOUS, MADV_HUGEPAGE under -std=c11
 #include "bigalloc.h"
 
 #include <stdint.h>
@@ -8,23 +8,54 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 // below this, a huge page would be mostly empty: ordinary memory
-#define HUGE_MIN ((size_t)8 << 20)
+#define MAP_MIN ((size_t)8 << 20)
+
+static size_t map_len(size_t n) { return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE; }
+
+// A 2 MiB-aligned anonymous mapping of map_len(n) bytes: map one huge page
+// more, then unmap the slack on both sides.
+static void *map_aligned(size_t n)
+{
+    const size_t len = map_len(n), over = len + HUGE_PAGE;
+    char *raw = mmap(NULL, over, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (p > raw)
+        munmap(raw, (size_t)(p - raw));
+    if (raw + over > p + len)
+        munmap(p + len, (size_t)(raw + over - (p + len)));
+    return p;
+}
 
 void *clef_big_calloc(size_t n)
 {
-    const char *env = getenv("CLEF_HUGE_PAGES"); // "0": no advice (A/B runs)
-    const int huge = n >= HUGE_MIN && !(env && !strcmp(env, "0"));
-    const size_t align = huge ? HUGE_PAGE : 64;
-    if (n > SIZE_MAX - align)
+    if (n > SIZE_MAX - 2 * HUGE_PAGE)
         return NULL;
-    const size_t len = (n + align - 1) / align * align; // aligned_alloc: a multiple
-    void *p = aligned_alloc(align, len ? len : align);
+    if (n < MAP_MIN) {
+        void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+        if (p)
+            memset(p, 0, (n + 63) / 64 * 64 + 64);
+        return p;
+    }
+    void *p = map_aligned(n);
     if (!p)
         return NULL;
 #ifdef MADV_HUGEPAGE
-    if (huge)
-        madvise(p, len, MADV_HUGEPAGE); // advice only: its failure is harmless
+    const char *env = getenv("CLEF_HUGE_PAGES"); // "0": no advice (A/B runs)
+    if (!(env && !strcmp(env, "0")))
+        madvise(p, map_len(n), MADV_HUGEPAGE); // advice: failure is harmless
 #endif
-    memset(p, 0, len);
     return p;
+}
+
+void clef_big_free(void *p, size_t n)
+{
+    if (!p)
+        return;
+    if (n < MAP_MIN)
+        free(p);
+    else
+        munmap(p, map_len(n));
 }

@@ -1,16 +1,20 @@
 // Large zeroed buffers (the head's parameters, gradients and moments, the
-// batch workspace) on 2 MiB-aligned memory that Linux may back with
-// transparent huge pages (madvise(MADV_HUGEPAGE): this machine's THP mode is
-// "madvise"). The few-row products walk a weight down its rows a row (a
-// 4 KiB page or more) apart; with 4 KiB pages nearly every row costs a TLB
-// miss. Small buffers get ordinary 64-byte-aligned memory, and so does
-// everything when CLEF_HUGE_PAGES=0. Free with free().
+// batch workspace). From 8 MiB up they are anonymous mappings: zero pages
+// that cost nothing until touched (a workspace sized for the largest batch
+// is never touched in full), 2 MiB-aligned and advised MADV_HUGEPAGE so
+// that Linux may back them with transparent huge pages (this machine's THP
+// mode is "madvise"). The few-row products walk a weight down its rows a
+// row (4 KiB or more) apart; with 4 KiB pages nearly every row costs a TLB
+// miss. CLEF_HUGE_PAGES=0 keeps the mappings but drops the advice. Smaller
+// buffers are ordinary 64-byte-aligned heap memory.
 #ifndef CLEF_BIGALLOC_H
 #define CLEF_BIGALLOC_H
 
 #include <stddef.h>
 
-// n bytes, zeroed; NULL when out of memory.
+// n bytes, zeroed, 64-byte aligned at least; NULL when out of memory.
 void *clef_big_calloc(size_t n);
+// Frees p (NULL: nothing), which clef_big_calloc(n) returned.
+void clef_big_free(void *p, size_t n);
 
 #endif

@@ -254,7 +254,7 @@ int clef_head_alloc(clef_head *hd, const clef_config *cfg, clef_err *err)
     // One allocation for params, grads, m, v: the same layout four times.
     float *all = clef_big_calloc(4 * hd->nparams * sizeof(float));
     if (!hd->tensors || !all) {
-        free(all);
+        clef_big_free(all, 4 * hd->nparams * sizeof(float));
         goto oom;
     }
     hd->params = all;
@@ -282,7 +282,7 @@ void clef_head_free(clef_head *hd)
 {
     clef_tensors_free(&hd->p);
     clef_tensors_free(&hd->g);
-    free(hd->params);
+    clef_big_free(hd->params, 4 * hd->nparams * sizeof(float));
     free(hd->tensors);
     memset(hd, 0, sizeof(*hd));
 }

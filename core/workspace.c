@@ -180,7 +180,8 @@ clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
         goto fail;
     arena sizing = {NULL, 0};
     carve(ws, &sizing);
-    ws->arena = clef_big_calloc(sizing.off * sizeof(float));
+    ws->arena_bytes = sizing.off * sizeof(float);
+    ws->arena = clef_big_calloc(ws->arena_bytes);
     if (!ws->arena)
         goto fail;
     arena real = {ws->arena, 0};
@@ -261,7 +262,7 @@ void clef_ws_free(clef_ws *ws)
 {
     if (!ws)
         return;
-    free(ws->arena);
+    clef_big_free(ws->arena, ws->arena_bytes);
     free(ws->route);
     free(ws->field);
     free(ws->owner);
