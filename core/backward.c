@@ -498,7 +498,7 @@ static void wm_grad_cols(int w, int d, int i0, int i1, const float *restrict D,
         const float *Dj = D + (size_t)j * d, *Wj = W + (size_t)j * d;
         float *gWj = gW + (size_t)j * d;
         const float cj = c[j];
-        if (fresh) {
+        if (fresh) { // 0 + …: the sums of adding to a zeroed gradient
 #pragma omp simd
             for (int i = i0; i < i1; i++)
                 gWj[i] = 0.f + Dj[i] * gamma[i] + cj * beta[i];

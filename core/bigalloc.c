@@ -34,9 +34,10 @@ void *clef_big_calloc(size_t n)
     if (n > SIZE_MAX - 2 * HUGE_PAGE)
         return NULL;
     if (n < MAP_MIN) {
-        void *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+        const size_t len = n ? (n + 63) / 64 * 64 : 64; // a multiple of 64
+        void *p = aligned_alloc(64, len);
         if (p)
-            memset(p, 0, (n + 63) / 64 * 64 + 64);
+            memset(p, 0, len);
         return p;
     }
     void *p = map_aligned(n);
