@@ -295,10 +295,10 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                 pack_rows(GEMM_MR, mr, kc, A + (size_t)ir * lda + p0, lda, d);
         }
         if (next && kc == K) {
-            // groups of up to 2 panels, as many as this thread's B space holds
+            // groups of up to 4 panels, as many as this thread's B space holds
             const int npan = (N + GEMM_NR - 1) / GEMM_NR;
             int g = (int)(bf.bstride / ((size_t)kc * GEMM_NR));
-            g = g < 1 ? 1 : g < 2 ? g : 2;
+            g = g < 1 ? 1 : g < 4 ? g : 4;
             for (;;) {
                 int i;
 #pragma omp atomic capture
