@@ -203,9 +203,6 @@ static void threads_bitwise(const char *isa)
 {
     threads_bitwise_at(isa, 157, 211, 700); // packed path (> 4e6 flops)
     threads_bitwise_at(isa, 100, 2100, 1100); // several KC and NC blocks
-    // one KC block: threads claim groups of NR panels (partial last one)
-    threads_bitwise_at(isa, 157, 1000, 300);
-    threads_bitwise_at(isa, 300, 2100, 48);
     threads_bitwise_at(isa, 301, 97, 700);    // tall: threads split rows
     threads_bitwise_at(isa, 12, 211, 700);  // small path: few rows
     threads_bitwise_at(isa, 600, 700, 12);  // small path: tn's short K

@@ -242,41 +242,10 @@ typedef struct gemm_bufs {
 // released 2-thread update wait 6 % of its time, and one per KC block still
 // left mid updates 3 % slower whenever the two vCPUs traded cache lines
 // slowly.
-// The tiles of NR panels [jp0, jp1) of op(B) (columns from 0, one KC
-// block of kc = K), every MC block, from this thread's packed A and the
-// panels it packs at Bp.
-static void gemm_panels_one_kc(gemm_layout L, gemm_blocking bl, int M, int N,
-                               int kc, const float *Ap, const float *B,
-                               int ldb, float *Bp, float *C, int ldc, int acc,
-                               int jp0, int jp1)
-{
-    for (int jp = jp0; jp < jp1; jp++)
-        pack_b_panel(L, N, kc, B, ldb, 0, 0, jp,
-                     Bp - (size_t)jp0 * GEMM_NR * kc);
-    for (int i0 = 0; i0 < M; i0 += bl.mc) {
-        int m = M - i0 < bl.mc ? M - i0 : bl.mc;
-        for (int jp = jp0; jp < jp1; jp++) {
-            int jr = jp * GEMM_NR, nr = N - jr < GEMM_NR ? N - jr : GEMM_NR;
-            const float *bp = Bp + (size_t)(jp - jp0) * GEMM_NR * kc;
-            for (int ir = 0; ir < m; ir += GEMM_MR) {
-                int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
-                gemm_tile(kc, Ap + (size_t)(i0 + ir) * kc, bp,
-                          C + (size_t)(i0 + ir) * ldc + jr, ldc, mr, nr, acc);
-            }
-        }
-    }
-}
-
-// With next (a counter the team shares; NULL: static shares) and a single
-// KC block (K ≤ kc), the threads claim groups of NR panels in turn instead
-// of fixed shares: every tile is still one microkernel call over all of K,
-// so the bits do not change, and a thread that runs slower (on this VM one
-// vCPU wrote the short-K weight gradients 13-15 % slower than the other,
-// every call) no longer holds the team at the region's end.
 static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                               int K, const float *A, int lda, const float *B,
                               int ldb, float *C, int ldc, int accumulate,
-                              gemm_bufs bf, int t, int nt, int *next)
+                              gemm_bufs bf, int t, int nt)
 {
     const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
     float *Ap = bf.Ap + (size_t)t * bf.astride;
@@ -293,23 +262,6 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                 pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + ir, lda, d);
             else
                 pack_rows(GEMM_MR, mr, kc, A + (size_t)ir * lda + p0, lda, d);
-        }
-        if (next && kc == K) {
-            // groups of up to 4 panels, as many as this thread's B space holds
-            const int npan = (N + GEMM_NR - 1) / GEMM_NR;
-            int g = (int)(bf.bstride / ((size_t)kc * GEMM_NR));
-            g = g < 1 ? 1 : g < 4 ? g : 4;
-            for (;;) {
-                int i;
-#pragma omp atomic capture
-                i = (*next)++;
-                if (i * g >= npan)
-                    break;
-                const int jp1 = (i + 1) * g < npan ? (i + 1) * g : npan;
-                gemm_panels_one_kc(L, bl, M, N, kc, Ap, B, ldb, Bp, C, ldc,
-                                   acc, i * g, jp1);
-            }
-            break;
         }
         for (int j0 = 0; j0 < N; j0 += bl.nc) {
             int n = N - j0 < bl.nc ? N - j0 : bl.nc;
@@ -361,17 +313,16 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
     gemm_bufs bf = {.Bp = buf, .Ap = buf + bn, .astride = an};
     if (nth <= 1) {
         gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-                          bf, 0, 1, NULL);
+                          bf, 0, 1);
         return 0;
     }
-    int next = 0; // claimed panel groups (one KC block)
 #pragma omp parallel num_threads(nth)
     {
         const int nt = omp_get_num_threads();
         gemm_bufs mine = bf; // fewer threads than asked: larger shares
         mine.bstride = (size_t)kcmax * GEMM_NR * ((npan + nt - 1) / nt);
         gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-                          mine, omp_get_thread_num(), nt, &next);
+                          mine, omp_get_thread_num(), nt);
     }
     return 0;
 }
