@@ -203,6 +203,8 @@ static void threads_bitwise(const char *isa)
 {
     threads_bitwise_at(isa, 157, 211, 700); // packed path (> 4e6 flops)
     threads_bitwise_at(isa, 100, 2100, 1100); // several KC and NC blocks
+    threads_bitwise_at(isa, 157, 1000, 300);  // one KC block
+    threads_bitwise_at(isa, 300, 2100, 48);   // one short KC block
     threads_bitwise_at(isa, 301, 97, 700);    // tall: threads split rows
     threads_bitwise_at(isa, 12, 211, 700);  // small path: few rows
     threads_bitwise_at(isa, 600, 700, 12);  // small path: tn's short K
