@@ -188,6 +188,19 @@ static double ref_loss(fd_case *c, double *logits)
                               logits);
 }
 
+// ∂L/∂θ_i by a central difference of the reference loss in double,
+// h = 1e-6 · max(1, |θ_i|) (see the file comment).
+static double central_difference(fd_case *c, size_t i)
+{
+    const double x0 = c->theta[i], h = 1e-6 * fmax(1.0, fabs(x0));
+    c->theta[i] = x0 + h;
+    const double lp = ref_loss(c, NULL);
+    c->theta[i] = x0 - h;
+    const double lm = ref_loss(c, NULL);
+    c->theta[i] = x0;
+    return (lp - lm) / ((x0 + h) - (x0 - h));
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -277,15 +290,8 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
     const size_t np = c.hd.nparams;
     double *fd = clef_test_dalloc(np);
     double t0 = now_s();
-    for (size_t i = 0; i < np; i++) {
-        const double x0 = c.theta[i], h = 1e-6 * fmax(1.0, fabs(x0));
-        c.theta[i] = x0 + h;
-        double lp = ref_loss(&c, NULL);
-        c.theta[i] = x0 - h;
-        double lm = ref_loss(&c, NULL);
-        c.theta[i] = x0;
-        fd[i] = (lp - lm) / ((x0 + h) - (x0 - h));
-    }
+    for (size_t i = 0; i < np; i++)
+        fd[i] = central_difference(&c, i);
     double t_fd = now_s() - t0;
 
     const double fd_all = clef_test_max_abs_d(fd, np);
@@ -415,13 +421,7 @@ static void check_wide_gradient(const char *mode)
         for (int r = 0; r < rows; r++)
             for (int j = 0; j < ncol; j++) {
                 const size_t i = t->offset + (size_t)r * d + cols[j];
-                const double x0 = c.theta[i], h = 1e-6 * fmax(1.0, fabs(x0));
-                c.theta[i] = x0 + h;
-                double lp = ref_loss(&c, NULL);
-                c.theta[i] = x0 - h;
-                double lm = ref_loss(&c, NULL);
-                c.theta[i] = x0;
-                fd[r * ncol + j] = (lp - lm) / ((x0 + h) - (x0 - h));
+                fd[r * ncol + j] = central_difference(&c, i);
                 an[r * ncol + j] = c.hd.grads[i];
                 scale = fmax(scale, fabs(fd[r * ncol + j]));
             }
