@@ -413,9 +413,9 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 // D (w, d) = dMᵀ x̂ is computed in d_chunks column blocks, fixed by the
 // shape and never by the thread count (a block's bits do not depend on who
 // runs it), so that the update's side work can share the team with it:
-// about one block per ws->d_block_flops of D (default 1 GFLOP: ~10 ms on
-// one core; the team then waits at most about the last, smallest block),
-// at most 8. Each block packs all of dM again (a w×T copy). The blocks
+// about one block per ws->d_block_flops of D (default 2 GFLOP: ~20 ms on
+// one core; the team then waits at most about the last, smallest block;
+// 1 GFLOP split mid batch 4's D in two and cost it 1-2 %), at most 8. Each block packs all of dM again (a w×T copy). The blocks
 // shrink towards the end (d_bound), so the thread that ends the side work
 // and the one that ends the last large block wait little for each other.
 // Released, batch 4, 2 threads: 4 equal blocks left one thread idle 40 ms

@@ -157,7 +157,7 @@ int clef_ws_set_memory_attention(clef_ws *ws, const char *mode);
 // blocks that share the team with AdamW, core/backward.c): about one block
 // per `flops` (default CLEF_D_BLOCK_FLOPS), at most 8. Tests set it small to
 // split D on small heads; results match for any value to float rounding.
-#define CLEF_D_BLOCK_FLOPS 1e9
+#define CLEF_D_BLOCK_FLOPS 2e9
 void clef_ws_set_d_block_flops(clef_ws *ws, double flops);
 
 // Forward (HEAD.md §5) of a batch: z (Σ O_b) = the records' logits, packed in
