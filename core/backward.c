@@ -423,9 +423,7 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 // Mid, batch 16: one block (D twice AdamW) kept a thread idle 26 ms of 45.
 static int d_chunks(const clef_ws *ws, int d, int w)
 {
-    const double unit = ws->d_block_flops > 0 ? ws->d_block_flops
-                                              : CLEF_D_BLOCK_FLOPS;
-    const double n = ceil(2.0 * d * w * ws->T / unit);
+    const double n = ceil(2.0 * d * w * ws->T / ws->d_block_flops);
     // at most √(64-column units): the last block, 1/n² of d, is a unit
     int most = (int)sqrt((double)((d + 63) / 64));
     most = most < 1 ? 1 : most < 8 ? most : 8;

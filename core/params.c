@@ -241,6 +241,12 @@ void clef_tensors_free(clef_tensors *t)
 
 // ---- the head ----
 
+// Bytes of the one allocation behind params, grads, m and v.
+static size_t head_bytes(const clef_head *hd)
+{
+    return 4 * hd->nparams * sizeof(float);
+}
+
 int clef_head_alloc(clef_head *hd, const clef_config *cfg, clef_err *err)
 {
     memset(hd, 0, sizeof(*hd));
@@ -252,9 +258,9 @@ int clef_head_alloc(clef_head *hd, const clef_config *cfg, clef_err *err)
     hd->nparams = clef_param_count(cfg);
     hd->tensors = calloc(hd->ntensors, sizeof(*hd->tensors));
     // One allocation for params, grads, m, v: the same layout four times.
-    float *all = clef_big_calloc(4 * hd->nparams * sizeof(float));
+    float *all = clef_big_calloc(head_bytes(hd));
     if (!hd->tensors || !all) {
-        clef_big_free(all, 4 * hd->nparams * sizeof(float));
+        clef_big_free(all, head_bytes(hd));
         goto oom;
     }
     hd->params = all;
@@ -282,7 +288,7 @@ void clef_head_free(clef_head *hd)
 {
     clef_tensors_free(&hd->p);
     clef_tensors_free(&hd->g);
-    clef_big_free(hd->params, 4 * hd->nparams * sizeof(float));
+    clef_big_free(hd->params, head_bytes(hd));
     free(hd->tensors);
     memset(hd, 0, sizeof(*hd));
 }

@@ -158,6 +158,7 @@ clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
         return NULL;
     ws->cfg = *c;
     ws->lim = *l;
+    ws->d_block_flops = CLEF_D_BLOCK_FLOPS;
     if (ws->lim.B < 1)
         ws->lim.B = 1;
     const int B = ws->lim.B, Q = l->Q > 0 ? l->Q : 1, O = l->O > 0 ? l->O : 1;

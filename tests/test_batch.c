@@ -36,8 +36,8 @@ typedef struct fixture {
 
 // The small head, or (big) one large enough that every threaded path really
 // splits: memory GEMMs over 4 MFLOP, w·d and T·d over 2^16 (memory backward,
-// D in blocks of different width: fixture_ws),
-// X = x̂γ + β), AdamW runs over 2^17 parameters.
+// X = x̂γ + β), AdamW runs over 2^17 parameters, and d wide enough that the
+// memory backward's D runs in blocks of different widths (fixture_ws).
 static const int big_T[NREC] = {300, 257, 64, 17, 200};
 
 static void fixture_init_size(fixture *f, uint64_t seed, int big)
