@@ -179,14 +179,49 @@ _Static_assert(CLEF_OP_COUNT == CLEF_OP_COUNT_EXPECTED,
                "op list changed: update CLEF_OP_COUNT_EXPECTED, every backend "
                "table, tests/ and bench/");
 
+// Pre-packed GEMM operands (BLIS style), optional per backend. An operand
+// that several products read (a record's memory rows, read by every memory
+// attention; dM, read by each column block of the memory backward) is packed
+// once into the backend's panel layout, then read in place by each product:
+//   b_size(N, K)     floats of op(B) (K, N) packed: ≤ (N + CLEF_PACK_PAD)·K
+//   pack_b(b_trans, N, K, B, ldb, Bp)
+//                    b_trans 1: B (N, K) as in gemm_nt; 0: B (K, N) as in
+//                    gemm_nn / gemm_tn. Bp 64-byte aligned.
+//   gemm_pb(a_trans, M, N, K, A, lda, Bp, C, ldc, accumulate)
+//                    C (M,N) [+]= op(A) · op(B); a_trans 1: A (K, M) as in
+//                    gemm_tn, 0: A (M, K)
+// and the same for A: a_size(M, K) ≤ (M + CLEF_PACK_PAD)·K, pack_a(a_trans,
+// M, K, A, lda, Ap), gemm_pa(b_trans, M, N, K, Ap, B, ldb, C, ldc, acc).
+// A product returns -1 with C untouched when it cannot allocate its packing
+// scratch (the caller then runs the plain GEMM on the unpacked operand).
+// Its bits are those of the same backend's plain GEMM whenever that takes
+// its packed path, and never depend on the thread count.
+#define CLEF_PACK_PAD 64
+typedef struct clef_gemm_prepack {
+    const char *name;
+    size_t (*a_size)(int M, int K);
+    void (*pack_a)(int a_trans, int M, int K, const float *A, int lda,
+                   float *Ap);
+    int (*gemm_pa)(int b_trans, int M, int N, int K, const float *Ap,
+                   const float *B, int ldb, float *C, int ldc, int accumulate);
+    size_t (*b_size)(int N, int K);
+    void (*pack_b)(int b_trans, int N, int K, const float *B, int ldb,
+                   float *Bp);
+    int (*gemm_pb)(int a_trans, int M, int N, int K, const float *A, int lda,
+                   const float *Bp, float *C, int ldc, int accumulate);
+} clef_gemm_prepack;
+
 // A backend: one function pointer per op plus the name of the kernel behind
-// it (XNNPACK style, e.g. "clef_f32_gemm_nt__scalar").
+// it (XNNPACK style, e.g. "clef_f32_gemm_nt__scalar"), and its pre-packed
+// GEMM entry points (NULL for a backend without them: the core then runs
+// the plain GEMMs).
 typedef struct clef_kernels {
     const char *backend;
 #define CLEF_OP_FIELD(op, type) type op;
     CLEF_OPS(CLEF_OP_FIELD)
 #undef CLEF_OP_FIELD
     const char *names[CLEF_OP_COUNT];
+    const clef_gemm_prepack *prepack;
 } clef_kernels;
 
 _Static_assert(sizeof(((clef_kernels *)0)->names) / sizeof(char *) ==

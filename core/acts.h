@@ -9,6 +9,7 @@
 #define CLEF_ACTS_H
 
 #include "head.h"
+#include "memattn.h"
 
 // A LayerNorm's saved state: y (rows, n), xhat (rows, n), rstd (rows).
 typedef struct ln_acts {
@@ -22,6 +23,8 @@ typedef struct route_acts {
     float *q;    // queries               (O, w)
     float *att;  // probabilities         (h, O, T)
     float *qt, *mt; // absorbed form (core/memattn.h)   (h·O, w) each
+    float *pk_nt, *pk_nn; // mn.y pre-packed (clef_mempack_bound each)
+    clef_mempack mpk;
     float *o;    // attention output      (O, w)
     float *r1;   // R' = R + MHA          (O, w)
     ln_acts fn;  // feedforward_norm(R')  (O, w)
@@ -67,6 +70,15 @@ struct clef_ws {
     // whether the routing / field layers run the absorbed form
     int memattn, absorb_route, absorb_field;
     double d_block_flops; // the memory backward's D blocks (backward.c)
+    // Pre-packed GEMM operands (kernels.h) for this batch, or NULL: the
+    // memories of the absorbed attentions and dM for D. prepack_off: the
+    // workspace was told not to (clef_ws_set_prepack, CLEF_PREPACK=0).
+    const clef_gemm_prepack *pk;
+    int prepack_off;
+    size_t *pk_nt_off, *pk_nn_off; // (nb+1) record offsets in every pack
+    float *mpk_nt, *mpk_nn;        // M pre-packed (clef_mempack_bound each)
+    clef_mempack field_mpk;
+    float *dm_pk;                  // dM pre-packed as op(A) of D ((w+PAD)·T)
     // the next backward writes the weight gradients the GEMMs own instead of
     // adding to them (the update's first pass: clef_grads_prepare)
     int grads_fresh;

@@ -415,7 +415,9 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 // runs it), so that the update's side work can share the team with it:
 // about one block per ws->d_block_flops of D (default 2 GFLOP: ~20 ms on
 // one core; the team then waits at most about the last, smallest block;
-// 1 GFLOP split mid batch 4's D in two and cost it 1-2 %), at most 8. Each block packs all of dM again (a w×T copy). The blocks
+// 1 GFLOP split mid batch 4's D in two and cost it 1-2 %), at most 8. dM is
+// packed once for all of them when the backend pre-packs (ws->pk, dm_pk),
+// else each block packs all of dM again (a w×T copy). The blocks
 // shrink towards the end (d_bound), so the thread that ends the side work
 // and the one that ends the last large block wait little for each other.
 // Released, batch 4, 2 threads: 4 equal blocks left one thread idle 40 ms
@@ -444,6 +446,9 @@ static void d_chunk(const clef_kernels *k, clef_ws *ws, int w, int d, int nc,
                     int ch)
 {
     const int j0 = d_bound(d, nc, ch), j1 = d_bound(d, nc, ch + 1);
+    if (ws->pk && ws->pk->gemm_pa(0, w, j1 - j0, ws->T, ws->dm_pk,
+                                  ws->xhat + j0, d, ws->dwd + j0, d, 0) == 0)
+        return;
     k->gemm_tn(w, j1 - j0, ws->T, ws->dM, w, ws->xhat + j0, d, ws->dwd + j0, d,
                0);
 }
@@ -522,6 +527,8 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     float *D = ws->dwd, *cs = ws->dvec;
     const int nc = d_chunks(ws, d, w);
+    if (ws->pk) // op(A) = dMᵀ of every block, packed once
+        ws->pk->pack_a(1, w, T, ws->dM, w, ws->dm_pk);
     if (side && clef_par_team())
         d_with_side(k, ws, w, d, nc, side);
     else {

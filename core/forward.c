@@ -108,7 +108,8 @@ clef_mem_absorb clef_route_absorb(const clef_ws *ws, const route_acts *a)
 {
     const int w = ws->cfg.w;
     return (clef_mem_absorb){
-        {ws->nb, w, ws->cfg.h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w},
+        {ws->nb, w, ws->cfg.h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w,
+         ws->pk ? &a->mpk : NULL},
         a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
 }
 
@@ -116,7 +117,8 @@ clef_mem_absorb clef_field_absorb(const clef_ws *ws, const field_acts *a)
 {
     const int w = ws->cfg.w;
     return (clef_mem_absorb){
-        {ws->nb, w, ws->cfg.h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w},
+        {ws->nb, w, ws->cfg.h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w,
+         ws->pk ? &ws->field_mpk : NULL},
         a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
 }
 
@@ -131,6 +133,8 @@ static void route_fwd(const clef_kernels *k, const clef_config *c,
     ln_fwd(k, T, w, ws->M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
     ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn);     // (O, w)
     const clef_mem_absorb ab = clef_route_absorb(ws, a);
+    if (ws->absorb_route && ab.ma.pk)
+        clef_memattn_pack(&ab.ma);
     mha_fwd(k, c, ws->nb, &ar, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w,
             p->out_b, a->q, a->kv, 2 * w, a->att, a->o, R, a->r1,
             ws->absorb_route ? &ab : NULL);
@@ -223,6 +227,36 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
     }
 }
 
+// Which pre-packed operands this batch uses (ws->pk, NULL for none) and
+// where each record's packs start.
+static void prepack_setup(const clef_kernels *k, clef_ws *ws)
+{
+    const int w = ws->cfg.w;
+    ws->pk = k->prepack && !ws->prepack_off && clef_ws_prepacks(&ws->cfg)
+                 ? k->prepack
+                 : NULL;
+    if (!ws->pk)
+        return;
+    ws->pk_nt_off[0] = ws->pk_nn_off[0] = 0;
+    for (int b = 0; b < ws->nb; b++) {
+        const int T = ws->t_off[b + 1] - ws->t_off[b];
+        ws->pk_nt_off[b + 1] =
+            ws->pk_nt_off[b] + clef_mempack_nt_floats(ws->pk, T, w);
+        ws->pk_nn_off[b + 1] =
+            ws->pk_nn_off[b] + clef_mempack_nn_floats(ws->pk, T, w);
+    }
+    const clef_mempack base = {ws->pk, NULL, NULL, ws->pk_nt_off,
+                               ws->pk_nn_off};
+    ws->field_mpk = base;
+    ws->field_mpk.nt = ws->mpk_nt;
+    ws->field_mpk.nn = ws->mpk_nn;
+    for (int i = 0; i < ws->cfg.R; i++) {
+        ws->route[i].mpk = base;
+        ws->route[i].mpk.nt = ws->route[i].pk_nt;
+        ws->route[i].mpk.nn = ws->route[i].pk_nn;
+    }
+}
+
 void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
                         const clef_record *const *recs, int n, clef_ws *ws,
                         float *z)
@@ -252,6 +286,13 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
     for (int o = 0; o < O; o++)
         for (int i = 0; i < w; i++)
             ws->r0[(size_t)o * w + i] += ws->qo[(size_t)ws->owner[o] * w + i];
+
+    // the memories' packs for the absorbed attentions (memattn.h)
+    prepack_setup(k, ws);
+    if (ws->absorb_field && ws->pk && c->L) {
+        const clef_mem_absorb ab = clef_field_absorb(ws, &ws->field[0]);
+        clef_memattn_pack(&ab.ma);
+    }
 
     // 5. evidence routing
     const float *R = ws->r0;

@@ -159,6 +159,14 @@ int clef_ws_set_memory_attention(clef_ws *ws, const char *mode);
 // split D on small heads; results match for any value to float rounding.
 #define CLEF_D_BLOCK_FLOPS 2e9
 void clef_ws_set_d_block_flops(clef_ws *ws, double flops);
+// Pre-packed GEMM operands (kernels.h, clef_gemm_prepack): with a backend
+// that has them and a head of width ≥ 64 (clef_ws_prepacks), each record's
+// memory is packed once per batch for every memory attention that reads it,
+// and dM once for every block of D. On by default; `on` 0 (or
+// CLEF_PREPACK=0 at creation) packs per product instead. Same bits either
+// way whenever the plain GEMMs take their packed path.
+void clef_ws_set_prepack(clef_ws *ws, int on);
+int clef_ws_prepacks(const clef_config *c);
 
 // Forward (HEAD.md §5) of a batch: z (Σ O_b) = the records' logits, packed in
 // order. Saves activations in ws.

@@ -79,6 +79,60 @@ static void to_heads(const clef_memattn *ma, const float *src, float *dst,
     reorder(ma, src, dst, s, 0);
 }
 
+size_t clef_mempack_nt_floats(const clef_gemm_prepack *ops, int T, int w)
+{
+    return (ops->b_size(T, w) + 15) & ~(size_t)15;
+}
+
+size_t clef_mempack_nn_floats(const clef_gemm_prepack *ops, int T, int w)
+{
+    return (ops->b_size(w, T) + 15) & ~(size_t)15;
+}
+
+size_t clef_mempack_bound(int nb, int T, int w)
+{
+    const size_t a = ((size_t)T + (size_t)nb * CLEF_PACK_PAD) * w;
+    const size_t b = ((size_t)w + CLEF_PACK_PAD) * T;
+    return (a > b ? a : b) + (size_t)16 * nb;
+}
+
+void clef_memattn_pack(const clef_memattn *ma)
+{
+    const clef_mempack *pk = ma->pk;
+    CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
+        const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
+        const float *mem = ma->mem + (size_t)t0 * ma->ldm;
+        pk->ops->pack_b(1, T, ma->w, mem, ma->ldm, pk->nt + pk->nt_off[b]);
+        pk->ops->pack_b(0, ma->w, T, mem, ma->ldm, pk->nn + pk->nn_off[b]);
+    );
+}
+
+// C (n, T_b) [+]= X (n, w) · mem_bᵀ: record b's qt memᵀ or dmt memᵀ.
+static void mem_nt(const clef_kernels *k, const clef_memattn *ma, int b, int n,
+                   const float *X, float *C, int acc)
+{
+    const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
+    const clef_mempack *pk = ma->pk;
+    if (pk && pk->ops->gemm_pb(0, n, T, ma->w, X, ma->w, pk->nt + pk->nt_off[b],
+                               C, T, acc) == 0)
+        return;
+    k->gemm_nt(n, T, ma->w, X, ma->w, ma->mem + (size_t)t0 * ma->ldm, ma->ldm,
+               C, T, acc);
+}
+
+// C (n, w) [+]= P (n, T_b) · mem_b: record b's A mem or dS mem.
+static void mem_nn(const clef_kernels *k, const clef_memattn *ma, int b, int n,
+                   const float *P, float *C, int acc)
+{
+    const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
+    const clef_mempack *pk = ma->pk;
+    if (pk && pk->ops->gemm_pb(0, n, ma->w, T, P, T, pk->nn + pk->nn_off[b],
+                               C, ma->w, acc) == 0)
+        return;
+    k->gemm_nn(n, ma->w, T, P, T, ma->mem + (size_t)t0 * ma->ldm, ma->ldm, C,
+               ma->w, acc);
+}
+
 void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
                       const float *q, const float *W_k, const float *W_v,
                       const float *b_v, float *qt, float *att, float *mt,
@@ -95,12 +149,11 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
     // per record: A (h·nq_b, T_b) = softmax(qt_b memᵀ); scr = A mem
     CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
         const int q0 = ma->q_off[b], n = h * (ma->q_off[b + 1] - q0);
-        const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
-        const float *mem = ma->mem + (size_t)t0 * ma->ldm;
+        const int T = ma->t_off[b + 1] - ma->t_off[b];
         float *A = att + (size_t)h * ma->m_off[b];
-        k->gemm_nt(n, T, w, qt + (size_t)h * q0 * w, w, mem, ma->ldm, A, T, 0);
+        mem_nt(k, ma, b, n, qt + (size_t)h * q0 * w, A, 0);
         k->softmax_fwd(n, T, A, A);
-        k->gemm_nn(n, w, T, A, T, mem, ma->ldm, scr + (size_t)h * q0 * w, w, 0);
+        mem_nn(k, ma, b, n, A, scr + (size_t)h * q0 * w, 0);
     );
     to_heads(ma, scr, mt, 1.0f);
     // o_h = mt_h W_v,hᵀ + b_v,h
@@ -135,17 +188,16 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
     CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
         const int q0 = ma->q_off[b], n = h * (ma->q_off[b + 1] - q0);
         const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
-        const float *mem = ma->mem + (size_t)t0 * ma->ldm;
         const float *A = att + (size_t)h * ma->m_off[b];
         float *dA = ascr + (size_t)2 * h * ma->m_off[b];
         float *dS = dA + (size_t)n * T;
         float *dmt = scr2 + (size_t)h * q0 * w;
         float *dm = dmem + (size_t)t0 * lddm;
-        k->gemm_nt(n, T, w, dmt, w, mem, ma->ldm, dA, T, 0);
+        mem_nt(k, ma, b, n, dmt, dA, 0);
         k->gemm_tn(T, w, n, A, T, dmt, w, dm, lddm, 1);
         memset(dS, 0, sizeof(float) * (size_t)n * T);
         k->softmax_bwd(n, T, A, dA, dS);
-        k->gemm_nn(n, w, T, dS, T, mem, ma->ldm, dmt, w, 0); // now dqt
+        mem_nn(k, ma, b, n, dS, dmt, 0); // now dqt
         k->gemm_tn(T, w, n, dS, T, qt + (size_t)h * q0 * w, w, dm, lddm, 1);
     );
     // qt = s · q_h W_k,h: with g_h = s · dqt_h (head-major, scr1),

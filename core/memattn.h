@@ -18,6 +18,18 @@
 
 #include "kernels.h"
 
+// A memory pre-packed for the products that read it (kernels.h,
+// clef_gemm_prepack): every memory attention reads its record's memory in
+// qt memᵀ and A mem forward and again in the backward pass, and the L field
+// layers all read the same M, so it is packed once per batch instead of
+// once per product. Record b's op(B) of qt memᵀ (N = T_b, K = w) starts at
+// nt + nt_off[b], that of A mem (N = w, K = T_b) at nn + nn_off[b].
+typedef struct clef_mempack {
+    const clef_gemm_prepack *ops;
+    float *nt, *nn;
+    const size_t *nt_off, *nn_off; // (nb + 1) each
+} clef_mempack;
+
 // The batch as one memory attention sees it. Queries of record b are rows
 // [q_off[b], q_off[b+1]) of every (nq, ·) tensor, its memory rows
 // [t_off[b], t_off[b+1]) of mem; its maps start at h·m_off[b] in att.
@@ -27,7 +39,17 @@ typedef struct clef_memattn {
     const size_t *m_off;
     const float *mem; // (T, ldm): memory_norm(M) or M
     int ldm;
+    const clef_mempack *pk; // mem pre-packed, or NULL: packed per product
 } clef_memattn;
+
+// Floats of record b's two packs (ops->b_size of each, 16-float aligned);
+// the workspace bounds their sums (clef_mempack_bound).
+size_t clef_mempack_nt_floats(const clef_gemm_prepack *ops, int T, int w);
+size_t clef_mempack_nn_floats(const clef_gemm_prepack *ops, int T, int w);
+// A bound on Σ_b of either, for nb records of T rows in all.
+size_t clef_mempack_bound(int nb, int T, int w);
+// Packs ma->mem into ma->pk (records in parallel).
+void clef_memattn_pack(const clef_memattn *ma);
 
 // The absorbed form of one attention: the batch view and the buffers it
 // saves (qt, mt) or scribbles on (scr) in the forward pass.

@@ -33,6 +33,8 @@ static size_t max3(size_t a, size_t b, size_t c)
     return m > c ? m : c;
 }
 
+int clef_ws_prepacks(const clef_config *c) { return c->w >= 64; }
+
 static void carve(clef_ws *ws, arena *a)
 {
     const clef_config *c = &ws->cfg;
@@ -40,6 +42,11 @@ static void carve(clef_ws *ws, arena *a)
     const size_t T = l->T, Q = l->Q, O = l->O, B = l->B;
     const size_t OT = l->OT, QT = l->QT, QQ = l->QQ;
     const size_t d = c->d, w = c->w, f = c->f, h = c->h;
+    // a memory pre-packed in each layout (memattn.h), when this head uses it
+    const size_t pk = clef_ws_prepacks(c) ? clef_mempack_bound(B, T, w) : 0;
+    ws->mpk_nt = take(a, pk);
+    ws->mpk_nn = take(a, pk);
+    ws->dm_pk = take(a, pk ? (w + CLEF_PACK_PAD) * T : 0);
     ws->xhat_b = take(a, B > 1 ? T * d : 0);
     ws->qvhat_b = take(a, B > 1 ? Q * d : 0);
     ws->ctxhat_b = take(a, B > 1 ? O * d : 0);
@@ -62,6 +69,8 @@ static void carve(clef_ws *ws, arena *a)
         r->att = take(a, h * OT);
         r->qt = take(a, h * O * w);
         r->mt = take(a, h * O * w);
+        r->pk_nt = take(a, pk);
+        r->pk_nn = take(a, pk);
         r->o = take(a, O * w);
         r->r1 = take(a, O * w);
         take_ln(a, &r->fn, O, w);
@@ -175,7 +184,11 @@ clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
     ws->qtype = calloc(Q, sizeof(int));
     ws->is_score = calloc(Q, sizeof(int));
     ws->opt_off = calloc(Q + 1, sizeof(int));
-    if (!ws->route || !ws->field || !ws->owner || !ws->t_off || !ws->q_off ||
+    ws->pk_nt_off = calloc(B + 1, sizeof(size_t));
+    ws->pk_nn_off = calloc(B + 1, sizeof(size_t));
+    const char *pe = getenv("CLEF_PREPACK");
+    ws->prepack_off = pe && !strcmp(pe, "0");
+    if (!ws->pk_nt_off || !ws->pk_nn_off || !ws->route || !ws->field || !ws->owner || !ws->t_off || !ws->q_off ||
         !ws->o_off || !ws->ot_off || !ws->qt_off || !ws->qq_off ||
         !ws->qrec || !ws->qtype || !ws->is_score || !ws->opt_off)
         goto fail;
@@ -254,6 +267,8 @@ int clef_ws_set_memory_attention(clef_ws *ws, const char *mode)
     return 0;
 }
 
+void clef_ws_set_prepack(clef_ws *ws, int on) { ws->prepack_off = !on; }
+
 void clef_ws_set_d_block_flops(clef_ws *ws, double flops)
 {
     ws->d_block_flops = flops > 0 ? flops : CLEF_D_BLOCK_FLOPS;
@@ -277,5 +292,7 @@ void clef_ws_free(clef_ws *ws)
     free(ws->qtype);
     free(ws->is_score);
     free(ws->opt_off);
+    free(ws->pk_nt_off);
+    free(ws->pk_nn_off);
     free(ws);
 }

@@ -135,6 +135,10 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
         }
         set_op(&k, (clef_op)op, best->fn);
         k.names[op] = best->name;
+        if (op == CLEF_OP_gemm_nt) // pre-packed operands of the same ISA
+            k.prepack = best->isa == CLEF_ISA_AVX512 ? &clef_gemm_prepack_14x32__avx512
+                        : best->isa == CLEF_ISA_AVX2 ? &clef_gemm_prepack_6x16__avx2
+                                                      : NULL;
     }
     const char *v = getenv("CLEF_VERBOSE");
     if (v && atoi(v) > 0) {
@@ -142,6 +146,8 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
                 clef_isa_name(max_isa));
         for (int op = 0; op < CLEF_OP_COUNT; op++)
             fprintf(stderr, "clef:   %-17s %s\n", clef_op_names[op], k.names[op]);
+        fprintf(stderr, "clef:   %-17s %s\n", "gemm_prepack",
+                k.prepack ? k.prepack->name : "none");
     }
     *out = k;
     return 0;

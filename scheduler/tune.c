@@ -798,6 +798,12 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
         set_op(out, (clef_op)op, g_tramp[op]);
         out->names[op] = s->names[op];
     }
+    // Pre-packed operands: the best hand-written backend's (CLEF_MAX_ISA
+    // caps it), whatever each GEMM's per-class choice.
+    out->prepack = clef_best_handwritten()->table->prepack;
+    if (verbose)
+        fprintf(stderr, "clef: auto: %-16s %-6s -> %s\n", "gemm_prepack", "all",
+                out->prepack ? out->prepack->name : "none (plain GEMMs)");
     // Publish before anyone can call a trampoline of out.
     atomic_store_explicit(&g_sel, s, memory_order_release);
     return 0;
@@ -828,6 +834,7 @@ static void auto_resolve(void)
                clef_kernels_get(&k, (clef_op)op));
         clef_auto_table.names[op] = k.names[op];
     }
+    clef_auto_table.prepack = k.prepack;
 }
 
 const char *clef_auto_unavailable(void)

@@ -9,6 +9,8 @@
 CLEF_ISA_GEMM_DECL(clef_f32_gemm_nt_6x16__avx2)
 CLEF_ISA_GEMM_DECL(clef_f32_gemm_nn_6x16__avx2)
 CLEF_ISA_GEMM_DECL(clef_f32_gemm_tn_6x16__avx2)
+// Pre-packed GEMM operands (kernels.h), on the same microkernel.
+extern const clef_gemm_prepack clef_gemm_prepack_6x16__avx2;
 CLEF_ISA_KERNEL_DECLS(avx2)
 
 // Complete: every op has an entry that works for every shape.

@@ -53,6 +53,8 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
 
 #include "tmpl_gemm.h"
 
+GEMM_PREPACK_DEFINE(6x16__avx2)
+
 void clef_f32_gemm_nt_6x16__avx2(int M, int N, int K, const float *A, int lda,
                                  const float *B, int ldb, float *C, int ldc,
                                  int accumulate)

@@ -24,4 +24,5 @@ const clef_kernels clef_avx2_kernels = {
         [CLEF_OP_gemm_tn] = "clef_f32_gemm_tn_6x16__avx2",
         CLEF_ISA_OTHER_OPS(CLEF_ISA_NAME)
     },
+    .prepack = &clef_gemm_prepack_6x16__avx2,
 };

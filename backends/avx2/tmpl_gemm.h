@@ -223,9 +223,12 @@ static inline void gemm_share(int n, int t, int nt, int *lo, int *hi)
 // The packing buffers of one packed call: per thread t, an op(A) block at
 // Ap + t·astride and the NR panels of its share of an NC block at
 // Bp + t·bstride.
+// preA / preB: the whole op(A) / op(B) packed beforehand (gemm_pack_a_all,
+// gemm_pack_b_all), read in place by every thread; NULL: packed here.
 typedef struct gemm_bufs {
     float *Ap, *Bp;
     size_t astride, bstride;
+    const float *preA, *preB;
 } gemm_bufs;
 
 // Thread t of nt runs its share of the packed path's loops; nt > 1 only
@@ -248,16 +251,20 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                               gemm_bufs bf, int t, int nt)
 {
     const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
-    float *Ap = bf.Ap + (size_t)t * bf.astride;
+    const int npan_all = (N + GEMM_NR - 1) / GEMM_NR;
     float *Bp = bf.Bp + (size_t)t * bf.bstride;
     for (int p0 = 0; p0 < K; p0 += bl.kc) {
         int kc = K - p0 < bl.kc ? K - p0 : bl.kc;
         int acc = accumulate || p0 > 0;
+        const float *Ap = bf.preA ? bf.preA + (size_t)p0 * mpan * GEMM_MR
+                                  : bf.Ap + (size_t)t * bf.astride;
+        const float *Bk = bf.preB ? bf.preB + (size_t)p0 * npan_all * GEMM_NR
+                                  : NULL;
         // Ap: panel ip holds rows [ip·MR, ip·MR + MR) of op(A), (kc, MR)
-        for (int ip = 0; ip < mpan; ip++) {
+        for (int ip = 0; !bf.preA && ip < mpan; ip++) {
             int ir = ip * GEMM_MR;
             int mr = M - ir < GEMM_MR ? M - ir : GEMM_MR;
-            float *d = Ap + (size_t)ir * kc;
+            float *d = (float *)Ap + (size_t)ir * kc;
             if (L.a_trans)
                 pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + ir, lda, d);
             else
@@ -268,7 +275,7 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
             int npan = (n + GEMM_NR - 1) / GEMM_NR, lo, hi;
             gemm_share(npan, t, nt, &lo, &hi);
             // this thread's panels lo..hi-1, at Bp + (jp - lo)·NR·kc
-            for (int jp = lo; jp < hi; jp++)
+            for (int jp = lo; !Bk && jp < hi; jp++)
                 pack_b_panel(L, n, kc, B, ldb, j0, p0, jp,
                              Bp - (size_t)lo * GEMM_NR * kc);
             // output tiles: this thread's NR panels, every MC block
@@ -277,7 +284,9 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                 for (int jp = lo; jp < hi; jp++) {
                     int jr = jp * GEMM_NR;
                     int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
-                    const float *bp = Bp + (size_t)(jp - lo) * GEMM_NR * kc;
+                    const float *bp =
+                        Bk ? Bk + (size_t)(j0 + jr) * kc
+                           : Bp + (size_t)(jp - lo) * GEMM_NR * kc;
                     for (int ir = 0; ir < m; ir += GEMM_MR) {
                         int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
                         gemm_tile(kc, Ap + (size_t)(i0 + ir) * kc, bp,
@@ -293,9 +302,10 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
 // The packed path. Returns -1 when the packing buffers cannot be allocated.
 // A team of one is never started: libgomp allocates the team of every
 // region with one thread (an if clause that is false included).
-static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
-                       int lda, const float *B, int ldb, float *C, int ldc,
-                       int accumulate)
+// preA / preB: operands packed beforehand (NULL: packed here, per call).
+static int gemm_packed_pre(gemm_layout L, int M, int N, int K, const float *A,
+                           int lda, const float *B, int ldb, float *C, int ldc,
+                           int accumulate, const float *preA, const float *preB)
 {
     gemm_blocking bl = gemm_blocking_get();
     const int nth = gemm_threads(M, N, K);
@@ -305,12 +315,15 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
     const int mp = (M + GEMM_MR - 1) / GEMM_MR * GEMM_MR;
     // B: nt regions of ⌈npan/nt⌉ panels for any team of nt ≤ nth threads
     // (nt·⌈npan/nt⌉ < npan + nt); A: nth blocks (kcmax, mp)
-    const size_t bn = ((size_t)kcmax * GEMM_NR * (npan + nth) + 15) / 16 * 16;
-    const size_t an = ((size_t)kcmax * mp + 15) / 16 * 16; // 64-byte aligned
-    float *buf = gemm_pack_buffer(bn + an * nth);
+    const size_t bn =
+        preB ? 0 : ((size_t)kcmax * GEMM_NR * (npan + nth) + 15) / 16 * 16;
+    const size_t an =
+        preA ? 0 : ((size_t)kcmax * mp + 15) / 16 * 16; // 64-byte aligned
+    float *buf = gemm_pack_buffer(bn + an * nth > 0 ? bn + an * nth : 16);
     if (!buf)
         return -1;
-    gemm_bufs bf = {.Bp = buf, .Ap = buf + bn, .astride = an};
+    gemm_bufs bf = {.Bp = buf, .Ap = buf + bn, .astride = an,
+                    .preA = preA, .preB = preB};
     if (nth <= 1) {
         gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
                           bf, 0, 1);
@@ -320,12 +333,165 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
     {
         const int nt = omp_get_num_threads();
         gemm_bufs mine = bf; // fewer threads than asked: larger shares
-        mine.bstride = (size_t)kcmax * GEMM_NR * ((npan + nt - 1) / nt);
+        mine.bstride =
+            preB ? 0 : (size_t)kcmax * GEMM_NR * ((npan + nt - 1) / nt);
         gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
                           mine, omp_get_thread_num(), nt);
     }
     return 0;
 }
+
+static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
+                       int lda, const float *B, int ldb, float *C, int ldc,
+                       int accumulate)
+{
+    return gemm_packed_pre(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+                           NULL, NULL);
+}
+
+// ---- pre-packed operands (kernels.h, clef_gemm_prepack) ----
+// The whole op(A) (M, K) or op(B) (K, N) in the packed path's own layout:
+// KC block p0 at p0·Mp (A) or p0·Np (B), Mp / Np = M / N rounded up to MR /
+// NR; within a block, panel ip at ip·MR·kc (A) or jp·NR·kc (B), exactly
+// where gemm_packed_loops packs them per call. Panels are independent
+// outputs: they split across threads when the copy is worth a region.
+static size_t gemm_pack_a_floats(int M, int K)
+{
+    return (size_t)K * ((M + GEMM_MR - 1) / GEMM_MR * GEMM_MR);
+}
+
+static size_t gemm_pack_b_floats(int N, int K)
+{
+    return (size_t)K * ((N + GEMM_NR - 1) / GEMM_NR * GEMM_NR);
+}
+
+static int gemm_pack_threads(size_t floats)
+{
+    return floats < ((size_t)1 << 18) || omp_in_parallel()
+               ? 1
+               : omp_get_max_threads();
+}
+
+// Panel i of the whole op(A): KC block i / mpan, MR panel i % mpan.
+static void gemm_pack_a_panel(gemm_layout L, int M, int K, const float *A,
+                              int lda, float *Ap, int kc, int i)
+{
+    const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
+    const int p0 = i / mpan * kc, ir = i % mpan * GEMM_MR;
+    const int kb = K - p0 < kc ? K - p0 : kc;
+    const int mr = M - ir < GEMM_MR ? M - ir : GEMM_MR;
+    float *d = Ap + (size_t)p0 * mpan * GEMM_MR + (size_t)ir * kb;
+    if (L.a_trans)
+        pack_cols(GEMM_MR, mr, kb, A + (size_t)p0 * lda + ir, lda, d);
+    else
+        pack_rows(GEMM_MR, mr, kb, A + (size_t)ir * lda + p0, lda, d);
+}
+
+// Panel i of the whole op(B): KC block i / npan, NR panel i % npan.
+static void gemm_pack_b_panel(gemm_layout L, int N, int K, const float *B,
+                              int ldb, float *Bp, int kc, int i)
+{
+    const int npan = (N + GEMM_NR - 1) / GEMM_NR;
+    const int p0 = i / npan * kc, kb = K - p0 < kc ? K - p0 : kc;
+    pack_b_panel(L, N, kb, B, ldb, 0, p0, i % npan,
+                 Bp + (size_t)p0 * npan * GEMM_NR);
+}
+
+// (No region for one thread: libgomp allocates a team even for an if
+// clause that is false, and the update loop allocates nothing.)
+static void gemm_pack_a_all(gemm_layout L, int M, int K, const float *A,
+                            int lda, float *Ap)
+{
+    const int kc = gemm_blocking_get().kc;
+    const int n = (K + kc - 1) / kc * ((M + GEMM_MR - 1) / GEMM_MR);
+    const int nth = gemm_pack_threads(gemm_pack_a_floats(M, K));
+    if (nth <= 1) {
+        for (int i = 0; i < n; i++)
+            gemm_pack_a_panel(L, M, K, A, lda, Ap, kc, i);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (int i = 0; i < n; i++)
+        gemm_pack_a_panel(L, M, K, A, lda, Ap, kc, i);
+}
+
+static void gemm_pack_b_all(gemm_layout L, int N, int K, const float *B,
+                            int ldb, float *Bp)
+{
+    const int kc = gemm_blocking_get().kc;
+    const int n = (K + kc - 1) / kc * ((N + GEMM_NR - 1) / GEMM_NR);
+    const int nth = gemm_pack_threads(gemm_pack_b_floats(N, K));
+    if (nth <= 1) {
+        for (int i = 0; i < n; i++)
+            gemm_pack_b_panel(L, N, K, B, ldb, Bp, kc, i);
+        return;
+    }
+#pragma omp parallel for schedule(static) num_threads(nth)
+    for (int i = 0; i < n; i++)
+        gemm_pack_b_panel(L, N, K, B, ldb, Bp, kc, i);
+}
+
+// An empty reduction: C = 0, or unchanged when accumulating.
+static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
+{
+    for (int i = 0; !accumulate && i < M; i++)
+        memset(C + (size_t)i * ldc, 0, sizeof(float) * (size_t)N);
+}
+
+// The public pre-packed entry points of one ISA, named after its tile
+// (clef_f32_gemm_pack_b_14x32__avx512, ...), and their table.
+#define GEMM_PREPACK_DEFINE(SFX)                                               \
+    static size_t clef_f32_gemm_pack_a_size_##SFX(int M, int K)                \
+    {                                                                          \
+        return gemm_pack_a_floats(M, K);                                       \
+    }                                                                          \
+    static size_t clef_f32_gemm_pack_b_size_##SFX(int N, int K)                \
+    {                                                                          \
+        return gemm_pack_b_floats(N, K);                                       \
+    }                                                                          \
+    static void clef_f32_gemm_pack_a_##SFX(int a_trans, int M, int K,          \
+                                           const float *A, int lda, float *Ap) \
+    {                                                                          \
+        gemm_pack_a_all((gemm_layout){a_trans, 0}, M, K, A, lda, Ap);          \
+    }                                                                          \
+    static void clef_f32_gemm_pack_b_##SFX(int b_trans, int N, int K,          \
+                                           const float *B, int ldb, float *Bp) \
+    {                                                                          \
+        gemm_pack_b_all((gemm_layout){0, b_trans}, N, K, B, ldb, Bp);          \
+    }                                                                          \
+    static int clef_f32_gemm_pa_##SFX(int b_trans, int M, int N, int K,        \
+                                      const float *Ap, const float *B,         \
+                                      int ldb, float *C, int ldc, int acc)     \
+    {                                                                          \
+        if (K == 0) {                                                          \
+            gemm_empty_k(M, N, C, ldc, acc);                                   \
+            return 0;                                                          \
+        }                                                                      \
+        return gemm_packed_pre((gemm_layout){0, b_trans}, M, N, K, NULL, 0, B, \
+                               ldb, C, ldc, acc, Ap, NULL);                    \
+    }                                                                          \
+    static int clef_f32_gemm_pb_##SFX(int a_trans, int M, int N, int K,        \
+                                      const float *A, int lda,                 \
+                                      const float *Bp, float *C, int ldc,      \
+                                      int acc)                                 \
+    {                                                                          \
+        if (K == 0) {                                                          \
+            gemm_empty_k(M, N, C, ldc, acc);                                   \
+            return 0;                                                          \
+        }                                                                      \
+        return gemm_packed_pre((gemm_layout){a_trans, 0}, M, N, K, A, lda,     \
+                               NULL, 0, C, ldc, acc, NULL, Bp);                \
+    }                                                                          \
+    const clef_gemm_prepack clef_gemm_prepack_##SFX = {                        \
+        .name = "clef_f32_gemm_prepack_" #SFX,                                 \
+        .a_size = clef_f32_gemm_pack_a_size_##SFX,                             \
+        .pack_a = clef_f32_gemm_pack_a_##SFX,                                  \
+        .gemm_pa = clef_f32_gemm_pa_##SFX,                                     \
+        .b_size = clef_f32_gemm_pack_b_size_##SFX,                             \
+        .pack_b = clef_f32_gemm_pack_b_##SFX,                                  \
+        .gemm_pb = clef_f32_gemm_pb_##SFX,                                     \
+    };
+
 
 // ---- small shapes: no packing ----
 

@@ -10,6 +10,8 @@
 CLEF_ISA_GEMM_DECL(clef_f32_gemm_nt_14x32__avx512)
 CLEF_ISA_GEMM_DECL(clef_f32_gemm_nn_14x32__avx512)
 CLEF_ISA_GEMM_DECL(clef_f32_gemm_tn_14x32__avx512)
+// Pre-packed GEMM operands (kernels.h), on the same microkernel.
+extern const clef_gemm_prepack clef_gemm_prepack_14x32__avx512;
 CLEF_ISA_KERNEL_DECLS(avx512)
 
 // Complete: every op has an entry that works for every shape.

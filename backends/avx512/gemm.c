@@ -71,6 +71,8 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
 
 #include "../avx2/tmpl_gemm.h"
 
+GEMM_PREPACK_DEFINE(14x32__avx512)
+
 void clef_f32_gemm_nt_14x32__avx512(int M, int N, int K, const float *A, int lda,
                                     const float *B, int ldb, float *C, int ldc,
                                     int accumulate)

@@ -24,4 +24,5 @@ const clef_kernels clef_avx512_kernels = {
         [CLEF_OP_gemm_tn] = "clef_f32_gemm_tn_14x32__avx512",
         CLEF_ISA_OTHER_OPS(CLEF_ISA_NAME)
     },
+    .prepack = &clef_gemm_prepack_14x32__avx512,
 };
