@@ -8,7 +8,8 @@
 //   gemm_ukr_rows(kc, a, b, c, ldc, accum, mr)
 //                             the same for at least the first mr rows (the
 //                             rows beyond mr may be written too: c is a
-//                             scratch tile then)
+//                             scratch tile then, unless GEMM_UKR_ROWS_EXACT
+//                             says it writes exactly mr rows)
 // and includes vec.h first.
 //
 // Structure (Goto/BLIS): for each KC block of the reduction, pack all of
@@ -174,6 +175,12 @@ static inline void gemm_tile(int kc, const float *Ap, const float *Bp, float *C,
         gemm_ukr(kc, Ap, Bp, C, ldc, accum);
         return;
     }
+#ifdef GEMM_UKR_ROWS_EXACT
+    if (nr == GEMM_NR) { // writes exactly mr rows: straight to C
+        gemm_ukr_rows(kc, Ap, Bp, C, ldc, accum, mr);
+        return;
+    }
+#endif
     float t[GEMM_MR * GEMM_NR] __attribute__((aligned(64)));
     gemm_ukr_rows(kc, Ap, Bp, t, GEMM_NR, 0, mr);
     for (int i = 0; i < mr; i++)

@@ -48,25 +48,52 @@
 #define PREFETCH_C(i)                                                          \
     _mm_prefetch((const char *)(c + (size_t)(i) * ldc), _MM_HINT_T0);          \
     _mm_prefetch((const char *)(c + (size_t)(i) * ldc + 16), _MM_HINT_T0);
-#define ROWS14(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
-#define ROWS8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#define ROWS4(X) X(0) X(1) X(2) X(3)
+#define ROWS1(X) X(0)
+#define ROWS2(X) ROWS1(X) X(1)
+#define ROWS3(X) ROWS2(X) X(2)
+#define ROWS4(X) ROWS3(X) X(3)
+#define ROWS5(X) ROWS4(X) X(4)
+#define ROWS6(X) ROWS5(X) X(5)
+#define ROWS7(X) ROWS6(X) X(6)
+#define ROWS8(X) ROWS7(X) X(7)
+#define ROWS9(X) ROWS8(X) X(8)
+#define ROWS10(X) ROWS9(X) X(9)
+#define ROWS11(X) ROWS10(X) X(10)
+#define ROWS12(X) ROWS11(X) X(11)
+#define ROWS13(X) ROWS12(X) X(12)
+#define ROWS14(X) ROWS13(X) X(13)
 
 // 14x32: 28 accumulators, 2 B vectors, one broadcast = 31 of 32 registers
 DEFINE_UKR(gemm_ukr, ROWS14)
-DEFINE_UKR(gemm_ukr_8, ROWS8)
+DEFINE_UKR(gemm_ukr_1, ROWS1)
+DEFINE_UKR(gemm_ukr_2, ROWS2)
+DEFINE_UKR(gemm_ukr_3, ROWS3)
 DEFINE_UKR(gemm_ukr_4, ROWS4)
+DEFINE_UKR(gemm_ukr_5, ROWS5)
+DEFINE_UKR(gemm_ukr_6, ROWS6)
+DEFINE_UKR(gemm_ukr_7, ROWS7)
+DEFINE_UKR(gemm_ukr_8, ROWS8)
+DEFINE_UKR(gemm_ukr_9, ROWS9)
+DEFINE_UKR(gemm_ukr_10, ROWS10)
+DEFINE_UKR(gemm_ukr_11, ROWS11)
+DEFINE_UKR(gemm_ukr_12, ROWS12)
+DEFINE_UKR(gemm_ukr_13, ROWS13)
 
-// Row-remainder tiles (mr < 14) compute only the rows they need.
+// Row-remainder tiles (mr < 14) compute and write exactly their mr rows, so
+// a full-width one goes straight to C (the 48-row products end in a 6-row
+// tile, a record's 192 query rows in a 10-row one).
+#define GEMM_UKR_ROWS_EXACT 1
+typedef void (*gemm_ukr_fn)(int kc, const float *a, const float *b, float *c,
+                            int ldc, int accum);
+static const gemm_ukr_fn gemm_ukr_by_rows[GEMM_MR + 1] = {
+    NULL,        gemm_ukr_1,  gemm_ukr_2,  gemm_ukr_3,  gemm_ukr_4,
+    gemm_ukr_5,  gemm_ukr_6,  gemm_ukr_7,  gemm_ukr_8,  gemm_ukr_9,
+    gemm_ukr_10, gemm_ukr_11, gemm_ukr_12, gemm_ukr_13, gemm_ukr};
+
 static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
                           int ldc, int accum, int mr)
 {
-    if (mr <= 4)
-        gemm_ukr_4(kc, a, b, c, ldc, accum);
-    else if (mr <= 8)
-        gemm_ukr_8(kc, a, b, c, ldc, accum);
-    else
-        gemm_ukr(kc, a, b, c, ldc, accum);
+    gemm_ukr_by_rows[mr](kc, a, b, c, ldc, accum);
 }
 
 #include "../avx2/tmpl_gemm.h"
