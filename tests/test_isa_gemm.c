@@ -3,9 +3,9 @@
 // backends' tables:
 //   - every remainder of the small path: M, N in 1..33, K in {1,2,5,8,15,16,17,31,33}
 //   - the small path at the head's skinny shapes (a batch's few rows against
-//     a large weight): M in {1, 4, 6, 7, 12, 13, 14, 25, 47} with K = 1100
-//     (every row tile and K block remainder; avx512 runs nt and nn below 48
-//     rows unpacked), and tn with K in {1, 12, 13, 14, 25, 47}, N = 1100
+//     a large weight): M in {1, 4, 6, 7, 12, 13, 14, 25, 47, 48} with K = 1100
+//     (every row tile and K block remainder; avx512 runs nt and nn up to 48
+//     rows unpacked), and tn with K in {1, 12, 13, 14, 25, 47, 48}, N = 1100
 //   - every remainder of the packed path: M in 14..42, N in 16..50 at K = 160
 //     (every MR and NR remainder of both tiles), K across a KC block (1100),
 //     N across NC blocks with a partial last one (2100)
@@ -139,9 +139,9 @@ static void packed_remainders(const char *isa, layout lay)
 static void small_wide(const char *isa, layout lay)
 {
     clef_gemm_fn fn = gemm_of(isa_table_or_skip(isa), lay);
-    static const int rows[] = {1, 4, 6, 7, 12, 13, 14, 25, 47};
+    static const int rows[] = {1, 4, 6, 7, 12, 13, 14, 25, 47, 48};
     uint64_t rng = 0x5e1du + lay;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         if (lay == TN) // short reduction: the batch's rows are K
             CASE(301, 1100, rows[i] < 12 ? 1 : rows[i], i & 1);
         else

@@ -202,7 +202,7 @@ static clef_gemm_fn plain_of(const clef_kernels *k, int ta, int tb)
 
 // Bits of one product through pre-packing vs the plain call, and (for the
 // prepacked one) on 1, 2 and 3 threads: shapes the plain GEMMs run packed
-// (≥ 48 rows: avx512 runs nt and nn below that unpacked), and the core's:
+// (more than 48 rows: avx512 runs nt and nn up to 48 unpacked), and the core's:
 // a record's queries × heads against its memory, and D's blocks.
 static void bitwise_at(const char *isa, const gcase *g0)
 {

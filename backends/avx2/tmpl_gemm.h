@@ -983,14 +983,15 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
 
 // Small-shape rule, shared by the three layouts: the packed path pays off
 // once there is at least a few tiles' worth of work in every dimension.
-// nt and nn with fewer rows than this skip packing: packing the large B (a
-// weight, or a record's memory rows) costs as much as the product itself
-// when C has a few dozen rows (the batch's questions; a record's queries
-// times heads in the absorbed memory attention), and the skinny kernels read
-// B in memory order. Released head, 2 threads: batch 4 1.52 -> 1.68
-// updates/s (avx512; the avx2 file keeps the packed path, unmeasured here).
+// nt and nn with at most this many rows skip packing: packing the large B
+// (a weight) costs as much as the product itself when C has a few dozen rows
+// (the batch's questions and options), and the skinny kernels read B in
+// memory order. Released head, 2 threads: batch 4 1.52 -> 1.68 updates/s
+// with 47; 48 (batch 4 × 12 options) skinny too, alternated in one process:
+// +2 % on 2 threads, +5 % on 1; at 72 and 96 rows neither path wins (avx512;
+// the avx2 file keeps the packed path, unmeasured here).
 #define GEMM_SKINNY_M 48
-static inline int gemm_is_skinny(int M) { return M < GEMM_SKINNY_M; }
+static inline int gemm_is_skinny(int M) { return M <= GEMM_SKINNY_M; }
 
 static int gemm_is_small(int M, int N, int K)
 {
