@@ -8,7 +8,8 @@
 //     rows unpacked), and tn with K in {1, 12, 13, 14, 25, 47, 48}, N = 1100
 //   - every remainder of the packed path: M in 14..42, N in 16..50 at K = 160
 //     (every MR and NR remainder of both tiles), K across a KC block (1100),
-//     N across NC blocks with a partial last one (2100)
+//     N across NC blocks with a partial last one (2100), one-KC products
+//     large enough to split rows of C across threads
 //   - accumulate 0 (C pre-filled with NaN, must be ignored) and 1, ld > width,
 //     C padding untouched
 // Tolerance per element: (K + 2) FLT_EPSILON Σ_k |a_ik b_kj| + 2 FLT_EPSILON
@@ -132,6 +133,10 @@ static void packed_remainders(const char *isa, layout lay)
     // N across NC blocks (≤ 2·L2 wide) with a partial last one, whose
     // thread shares of B panels differ from the full blocks'
     CASE(100, 2100, 1100, 1);
+    // one KC block, large enough for threads: rows of C split across them
+    // (gemm_packed_rows), with MR and NR remainders and NC blocks
+    CASE(157, 1000, 300, 0);
+    CASE(300, 2100, 48, 1);
 }
 
 // few rows, long reductions or wide outputs: large enough for the threaded
