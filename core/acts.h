@@ -78,16 +78,20 @@ struct clef_ws {
     size_t *pk_nt_off, *pk_nn_off; // (nb+1) record offsets in every pack
     float *mpk_nt, *mpk_nn;        // M pre-packed (clef_mempack_bound each)
     clef_mempack field_mpk;
-    float *dm_pk;                  // dM pre-packed as op(A) of D ((w+PAD)·T)
+    float *dm_pk;                  // dM pre-packed as op(A) of D, per record
+    size_t *pk_a_off;              // (nb+1) record offsets in dm_pk
     // the next backward writes the weight gradients the GEMMs own instead of
     // adding to them (the update's first pass: clef_grads_prepare)
     int grads_fresh;
     // packed per-record constants (pointers into the record when nb == 1)
-    const float *xhat, *qvhat, *ctxhat, *lex, *lhat;
-    float *xhat_b, *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1
+    // x̂ stays in each record (a T_b×d copy would be the batch's largest
+    // stream): xrec[b] is record b's (T_b, d), read per record
+    const float **xrec;                                   // (B)
+    const float *qvhat, *ctxhat, *lex, *lhat;
+    float *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1
     float *target;               // (O) targets, packed
     // ---- forward ----
-    float *X;      // X = xhat ⊙ γ + β         (T, d)
+    float *X;      // X = x̂ ⊙ γ + β            (T, d)
     float *M;      // memory X W_mᵀ             (T, w)
     float *qv;     // question vectors          (Q, d)
     float *ctx;    // option context means      (O, d)

@@ -410,7 +410,8 @@ static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 // with D = dMᵀ x̂ (w, d) and c = Σ_t dM_t (w), one T×d×w product gives
 //   dW_m += D ⊙ γ + c βᵀ,  dγ += Σ_j W_m ⊙ D,  dβ += cᵀ W_m,
 // and the span means add dγ += dqv ⊙ q̂v + dctx ⊙ ĉtx + dg ⊙ x̂_{T−1}.
-// D (w, d) = dMᵀ x̂ is computed in d_chunks column blocks, fixed by the
+// D (w, d) = dMᵀ x̂ = Σ_b dM_bᵀ x̂_b (records in order: x̂ stays in each
+// record) is computed in d_chunks column blocks, fixed by the
 // shape and never by the thread count (a block's bits do not depend on who
 // runs it), so that the update's side work can share the team with it:
 // about one block per ws->d_block_flops of D (default 2 GFLOP: ~20 ms on
@@ -442,15 +443,40 @@ static int d_bound(int d, int nc, int i)
     return b < d ? b : d;
 }
 
+// Block ch of D: Σ_b dM_bᵀ x̂_b over the records in order (x̂ stays in
+// each record), through dM_b pre-packed when the backend pre-packs.
 static void d_chunk(const clef_kernels *k, clef_ws *ws, int w, int d, int nc,
                     int ch)
 {
     const int j0 = d_bound(d, nc, ch), j1 = d_bound(d, nc, ch + 1);
-    if (ws->pk && ws->pk->gemm_pa(0, w, j1 - j0, ws->T, ws->dm_pk,
-                                  ws->xhat + j0, d, ws->dwd + j0, d, 0) == 0)
-        return;
-    k->gemm_tn(w, j1 - j0, ws->T, ws->dM, w, ws->xhat + j0, d, ws->dwd + j0, d,
-               0);
+    for (int b = 0; b < ws->nb; b++) {
+        const int t0 = ws->t_off[b], Tb = ws->t_off[b + 1] - t0;
+        const float *xb = ws->xrec[b] + j0;
+        float *D = ws->dwd + j0;
+        if (ws->pk && ws->pk->gemm_pa(0, w, j1 - j0, Tb,
+                                      ws->dm_pk + ws->pk_a_off[b], xb, d, D,
+                                      d, b > 0) == 0)
+            continue;
+        k->gemm_tn(w, j1 - j0, Tb, ws->dM + (size_t)t0 * w, w, xb, d, D, d,
+                   b > 0);
+    }
+}
+
+// dM_bᵀ of every record as op(A) of D's products, packed once for all the
+// blocks (records in parallel, or the panels of one record).
+static void d_pack(clef_ws *ws, int w)
+{
+    ws->pk_a_off[0] = 0;
+    for (int b = 0; b < ws->nb; b++)
+        ws->pk_a_off[b + 1] =
+            ws->pk_a_off[b] +
+            ((ws->pk->a_size(w, ws->t_off[b + 1] - ws->t_off[b]) + 15) &
+             ~(size_t)15);
+    CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
+        const int t0 = ws->t_off[b];
+        ws->pk->pack_a(1, w, ws->t_off[b + 1] - t0, ws->dM + (size_t)t0 * w, w,
+                       ws->dm_pk + ws->pk_a_off[b]);
+    );
 }
 
 // The D blocks and the side work's chunks, from two pools on the team:
@@ -527,8 +553,8 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     float *D = ws->dwd, *cs = ws->dvec;
     const int nc = d_chunks(ws, d, w);
-    if (ws->pk) // op(A) = dMᵀ of every block, packed once
-        ws->pk->pack_a(1, w, T, ws->dM, w, ws->dm_pk);
+    if (ws->pk) // op(A) = dM_bᵀ of every block, packed once
+        d_pack(ws, w);
     if (side && clef_par_team())
         d_with_side(k, ws, w, d, nc, side);
     else {
@@ -558,7 +584,8 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
             G->hn_b[i] += ws->dctx[(size_t)o * d + i];
         }
     for (int b = 0; b < ws->nb; b++) { // g_b = X at the record's T−1
-        const float *xlast = ws->xhat + (size_t)(ws->t_off[b + 1] - 1) * d;
+        const float *xlast =
+            ws->xrec[b] + (size_t)(ws->t_off[b + 1] - ws->t_off[b] - 1) * d;
         const float *dg = ws->dg + (size_t)b * d;
         for (int i = 0; i < d; i++) {
             G->hn_w[i] += dg[i] * xlast[i];

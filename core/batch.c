@@ -1,6 +1,7 @@
 // Packing a batch: the row offsets of each record's memory, questions and
 // options, batch-global question/option indices, and the record constants
-// stacked in batch order (HEAD.md Appendix B, without padding: see acts.h).
+// stacked in batch order (HEAD.md Appendix B, without padding: see acts.h),
+// except x̂, which each record keeps (ws->xrec).
 #include "acts.h"
 #include "batch.h"
 #include "rows.h"
@@ -69,8 +70,9 @@ void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)
     ws->T = ws->t_off[n];
     ws->Q = ws->q_off[n];
     ws->O = ws->o_off[n];
+    for (int b = 0; b < n; b++)
+        ws->xrec[b] = recs[b]->xhat;
     if (n == 1) { // a record alone needs no copies
-        ws->xhat = recs[0]->xhat;
         ws->qvhat = recs[0]->qvhat;
         ws->ctxhat = recs[0]->ctxhat;
         ws->lex = recs[0]->lex;
@@ -79,13 +81,11 @@ void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)
     }
     for (int b = 0; b < n; b++) {
         const clef_record *r = recs[b];
-        stack(ws->xhat_b + (size_t)ws->t_off[b] * d, r->xhat, r->T, d);
         stack(ws->qvhat_b + (size_t)ws->q_off[b] * d, r->qvhat, r->Q, d);
         stack(ws->ctxhat_b + (size_t)ws->o_off[b] * d, r->ctxhat, r->O, d);
         stack(ws->lex_b + (size_t)ws->o_off[b] * d, r->lex, r->O, d);
         stack(ws->lhat_b + (size_t)ws->o_off[b] * d, r->lhat, r->O, d);
     }
-    ws->xhat = ws->xhat_b;
     ws->qvhat = ws->qvhat_b;
     ws->ctxhat = ws->ctxhat_b;
     ws->lex = ws->lex_b;

@@ -29,17 +29,38 @@ static void ln_fwd(const clef_kernels *k, int rows, int n, const float *x,
     clef_rows_layernorm_fwd(k, rows, n, x, gamma, beta, a->y, a->xhat, a->rstd);
 }
 
+// One row: y (n) = x (n) ⊙ γ + β. omp simd: -O2's cheap vectorizer leaves
+// this loop scalar.
+static void affine_row(int n, const float *restrict x,
+                       const float *restrict gamma, const float *restrict beta,
+                       float *restrict y)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * gamma[i] + beta[i];
+}
+
 // y (rows, n) = x̂ ⊙ γ + β: the hidden_norm of frozen, pre-normalised rows.
 static void affine_rows(int rows, int n, const float *xhat, const float *gamma,
                         const float *beta, float *y)
 {
-    // omp simd: -O2's cheap vectorizer leaves this loop scalar
     CLEF_PAR_FOR((size_t)rows * n > (1 << 16), int, r, rows,
-        const float *x = xhat + (size_t)r * n;
-        float *yr = y + (size_t)r * n;
-        _Pragma("omp simd")
-        for (int i = 0; i < n; i++)
-            yr[i] = x[i] * gamma[i] + beta[i];
+        affine_row(n, xhat + (size_t)r * n, gamma, beta, y + (size_t)r * n);
+    );
+}
+
+// X (T, d) = x̂ ⊙ γ + β over the batch's memory rows, each read from its
+// record (ws->xrec).
+static void affine_memory(const clef_ws *ws, const float *gamma,
+                          const float *beta, float *X)
+{
+    const int d = ws->cfg.d;
+    CLEF_PAR_FOR((size_t)ws->T * d > (1 << 16), int, r, ws->T,
+        int b = 0;
+        while (ws->t_off[b + 1] <= r)
+            b++;
+        affine_row(d, ws->xrec[b] + (size_t)(r - ws->t_off[b]) * d, gamma,
+                   beta, X + (size_t)r * d);
     );
 }
 
@@ -271,7 +292,7 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
                                             (double)ws->qt_off[n], T);
 
     // 1-2. X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); span means and g
-    affine_rows(T, d, ws->xhat, P->hn_w, P->hn_b, ws->X);
+    affine_memory(ws, P->hn_w, P->hn_b, ws->X);
     k->gemm_nt(T, w, d, ws->X, d, P->W_m, d, ws->M, w, 0);
     affine_rows(Q, d, ws->qvhat, P->hn_w, P->hn_b, ws->qv);   // (Q, d)
     affine_rows(O, d, ws->ctxhat, P->hn_w, P->hn_b, ws->ctx); // (O, d)

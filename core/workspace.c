@@ -46,8 +46,7 @@ static void carve(clef_ws *ws, arena *a)
     const size_t pk = clef_ws_prepacks(c) ? clef_mempack_bound(B, T, w) : 0;
     ws->mpk_nt = take(a, pk);
     ws->mpk_nn = take(a, pk);
-    ws->dm_pk = take(a, pk ? (w + CLEF_PACK_PAD) * T : 0);
-    ws->xhat_b = take(a, B > 1 ? T * d : 0);
+    ws->dm_pk = take(a, pk ? (w + CLEF_PACK_PAD) * T + 16 * B : 0);
     ws->qvhat_b = take(a, B > 1 ? Q * d : 0);
     ws->ctxhat_b = take(a, B > 1 ? O * d : 0);
     ws->lex_b = take(a, B > 1 ? O * d : 0);
@@ -186,9 +185,12 @@ clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
     ws->opt_off = calloc(Q + 1, sizeof(int));
     ws->pk_nt_off = calloc(B + 1, sizeof(size_t));
     ws->pk_nn_off = calloc(B + 1, sizeof(size_t));
+    ws->pk_a_off = calloc(B + 1, sizeof(size_t));
+    ws->xrec = calloc(B, sizeof(*ws->xrec));
     const char *pe = getenv("CLEF_PREPACK");
     ws->prepack_off = pe && !strcmp(pe, "0");
-    if (!ws->pk_nt_off || !ws->pk_nn_off || !ws->route || !ws->field || !ws->owner || !ws->t_off || !ws->q_off ||
+    if (!ws->pk_nt_off || !ws->pk_nn_off || !ws->pk_a_off || !ws->xrec ||
+        !ws->route || !ws->field || !ws->owner || !ws->t_off || !ws->q_off ||
         !ws->o_off || !ws->ot_off || !ws->qt_off || !ws->qq_off ||
         !ws->qrec || !ws->qtype || !ws->is_score || !ws->opt_off)
         goto fail;
@@ -294,5 +296,7 @@ void clef_ws_free(clef_ws *ws)
     free(ws->opt_off);
     free(ws->pk_nt_off);
     free(ws->pk_nn_off);
+    free(ws->pk_a_off);
+    free(ws->xrec);
     free(ws);
 }
