@@ -591,3 +591,36 @@ Test(batch, backends_match_scalar_blis)
     backend_matches_scalar("blis", "project");
     backend_matches_scalar("blis", "absorb");
 }
+
+// CLEF_PREPACK=0 at workspace creation is clef_ws_set_prepack(ws, 0): the
+// same logits, bit for bit; and pre-packing is really in use by default (at
+// this fixture the memory attentions' products run unpacked without it, so
+// their bits differ).
+Test(batch, prepack_env_turns_off_prepacking)
+{
+    const clef_kernels *k = isa_table_or_skip("avx512");
+    fixture f;
+    fixture_init_size(&f, 23, 1);
+    int O = 0;
+    for (int b = 0; b < NREC; b++)
+        O += f.recs[b].O;
+    float *z[3];
+    for (int i = 0; i < 3; i++) {
+        if (i == 0)
+            setenv("CLEF_PREPACK", "0", 1);
+        clef_ws *ws = fixture_ws(&f, NREC, "absorb");
+        unsetenv("CLEF_PREPACK");
+        if (i == 1)
+            clef_ws_set_prepack(ws, 0);
+        z[i] = clef_test_falloc(O);
+        clef_batch_forward(k, &f.hd, f.ptr, NREC, ws, z[i]);
+        clef_ws_free(ws);
+    }
+    cr_expect(memcmp(z[0], z[1], sizeof(float) * O) == 0,
+              "CLEF_PREPACK=0 and clef_ws_set_prepack(ws, 0) differ");
+    cr_expect(memcmp(z[0], z[2], sizeof(float) * O) != 0,
+              "pre-packing on and off give the same bits: is it in use?");
+    for (int i = 0; i < 3; i++)
+        free(z[i]);
+    fixture_free(&f);
+}
