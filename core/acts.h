@@ -143,6 +143,7 @@ struct clef_ws {
     float *dvec;          // (max(nb·w, d)) column sums
     float *dkvc, *dkvw;   // (T, L·2w), (L·2w, w): the stacked K | V grads
     float *dbias;         // (max(3w, L·2w)) packed in_proj bias sums
+    float *ln_part;       // memory_norm backward's chunk sums (rows.h)
     float *mscr1, *mscr2; // (h·max(O,Q), w) absorbed-form scratch
     float *mascr;         // (2·h·max(Σ O_b·T_b, Σ Q_b·T_b)) its dA, dS
 };

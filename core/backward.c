@@ -327,7 +327,8 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     if (!ws->absorb_route)
         mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
                    ws->dbias, ws->dmt, 0, grad_acc(ws));
-    ln_bwd(k, T, w, ws->dmt, &a->mn, p->mn_w, ws->dM, g->mn_w, g->mn_b);
+    clef_rows_layernorm_bwd(k, T, w, ws->dmt, a->mn.xhat, a->mn.rstd, p->mn_w,
+                            ws->dM, g->mn_w, g->mn_b, ws->ln_part);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
     ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
 }

@@ -43,6 +43,40 @@ void clef_rows_layernorm_fwd(const clef_kernels *k, int rows, int n,
     );
 }
 
+size_t clef_rows_layernorm_bwd_scratch(int rows, int n)
+{
+    const int cr = chunk_rows(n);
+    return (size_t)2 * n * ((rows + cr - 1) / cr);
+}
+
+void clef_rows_layernorm_bwd(const clef_kernels *k, int rows, int n,
+                             const float *dy, const float *xhat,
+                             const float *rstd, const float *gamma, float *dx,
+                             float *dgamma, float *dbeta, float *part)
+{
+    if (!split(rows, n)) {
+        k->layernorm_bwd(rows, n, dy, xhat, rstd, gamma, dx, dgamma, dbeta);
+        return;
+    }
+    // chunk c's γ and β sums in part[2nc..], added in chunk order below
+    const int cr = chunk_rows(n), nc = (rows + cr - 1) / cr;
+    memset(part, 0, sizeof(float) * 2 * (size_t)n * nc);
+    CLEF_PAR_FOR(1, int, c, nc,
+        const int r0 = c * cr, m = rows - r0 < cr ? rows - r0 : cr;
+        const size_t o = (size_t)r0 * n;
+        float *pg = part + (size_t)2 * n * c;
+        k->layernorm_bwd(m, n, dy + o, xhat + o, rstd + r0, gamma,
+                         dx ? dx + o : NULL, pg, pg + n);
+    );
+    for (int c = 0; c < nc; c++) {
+        const float *pg = part + (size_t)2 * n * c;
+        for (int i = 0; i < n; i++) {
+            dgamma[i] += pg[i];
+            dbeta[i] += pg[n + i];
+        }
+    }
+}
+
 void clef_rows_bias_add(const clef_kernels *k, int rows, int n, const float *b,
                         float *y)
 {

@@ -16,6 +16,15 @@ void clef_rows_layernorm_fwd(const clef_kernels *k, int rows, int n,
                              const float *x, const float *gamma,
                              const float *beta, float *y, float *xhat,
                              float *rstd);
+// LayerNorm backward (kernels.h) over fixed row chunks: dx rows per chunk;
+// the γ and β gradients of each chunk go to part (chunks·2n floats,
+// clef_rows_layernorm_bwd_scratch) and are added to dgamma, dbeta in chunk
+// order, so the sums are fixed by the shape, not the thread count.
+size_t clef_rows_layernorm_bwd_scratch(int rows, int n);
+void clef_rows_layernorm_bwd(const clef_kernels *k, int rows, int n,
+                             const float *dy, const float *xhat,
+                             const float *rstd, const float *gamma, float *dx,
+                             float *dgamma, float *dbeta, float *part);
 // y (rows, n) += b (n)
 void clef_rows_bias_add(const clef_kernels *k, int rows, int n, const float *b,
                         float *y);

@@ -4,6 +4,7 @@
 #include "acts.h"
 #include "bigalloc.h"
 #include "memattn.h"
+#include "rows.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,7 @@ static void carve(clef_ws *ws, arena *a)
     ws->dkvw = take(a, L2w * w);
     ws->dbias = take(a, L2w > 3 * w ? L2w : 3 * w);
     ws->dvec = take(a, B * w > d ? B * w : d);
+    ws->ln_part = take(a, clef_rows_layernorm_bwd_scratch((int)T, (int)w));
     ws->mscr1 = take(a, h * rows * w);
     ws->mscr2 = take(a, h * rows * w);
     ws->mascr = take(a, 2 * h * (OT > QT ? OT : QT));
