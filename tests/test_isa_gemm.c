@@ -3,9 +3,10 @@
 // backends' tables:
 //   - every remainder of the small path: M, N in 1..33, K in {1,2,5,8,15,16,17,31,33}
 //   - the small path at the head's skinny shapes (a batch's few rows against
-//     a large weight): M in {1, 4, 6, 7, 12, 13, 14, 25, 47, 48} with K = 1100
-//     (every row tile and K block remainder; avx512 runs nt and nn up to 48
-//     rows unpacked), and tn with K in {1, 12, 13, 14, 25, 47, 48}, N = 1100
+//     a large weight): M in {1, 4, 6, 7, 12, 13, 14, 25, 47, 48, 96} with
+//     K = 1100 (every row tile and K block remainder; avx512 runs nt and nn
+//     up to 96 rows unpacked), and tn with K in {1, 12, 13, 14, 25, 47, 48,
+//     96}, N = 1100
 //   - every remainder of the packed path: M in 14..42, N in 16..50 at K = 160
 //     (every MR and NR remainder of both tiles), K across a KC block (1100),
 //     N across NC blocks with a partial last one (2100), one-KC products
@@ -126,6 +127,9 @@ static void packed_remainders(const char *isa, layout lay)
     for (int M = 14; M <= 42; M++)
         for (int N = 16; N <= 50; N++)
             CASE(M, N, 160, (M + N) & 1);
+    // every row remainder above the rows avx512 runs unpacked (nt, nn ≤ 96)
+    for (int M = 97; M <= 110; M++)
+        CASE(M, 40, 160, M & 1);
     // K across a KC block, M across an MC block, N across NR panels
     CASE(131, 77, 1100, 0);
     CASE(131, 77, 1100, 1);
@@ -144,9 +148,9 @@ static void packed_remainders(const char *isa, layout lay)
 static void small_wide(const char *isa, layout lay)
 {
     clef_gemm_fn fn = gemm_of(isa_table_or_skip(isa), lay);
-    static const int rows[] = {1, 4, 6, 7, 12, 13, 14, 25, 47, 48};
+    static const int rows[] = {1, 4, 6, 7, 12, 13, 14, 25, 47, 48, 96};
     uint64_t rng = 0x5e1du + lay;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < 11; i++) {
         if (lay == TN) // short reduction: the batch's rows are K
             CASE(301, 1100, rows[i] < 12 ? 1 : rows[i], i & 1);
         else

@@ -202,7 +202,7 @@ static clef_gemm_fn plain_of(const clef_kernels *k, int ta, int tb)
 
 // Bits of one product through pre-packing vs the plain call, and (for the
 // prepacked one) on 1, 2 and 3 threads: shapes the plain GEMMs run packed
-// (more than 48 rows: avx512 runs nt and nn up to 48 unpacked), and the core's:
+// (more than 96 rows: avx512 runs nt and nn up to 96 unpacked), and the core's:
 // a record's queries × heads against its memory, and D's blocks.
 static void bitwise_at(const char *isa, const gcase *g0)
 {
@@ -236,10 +236,10 @@ static void bitwise(const char *isa)
     static const gcase cases[] = {
         {192, 512, 1024, 0, 1, 1, 0}, // routing: qt memᵀ (h·O_b, T_b)
         {192, 1024, 512, 0, 0, 1, 0}, // routing: A mem
-        {64, 389, 256, 0, 1, 1, 0},   // a field layer, ragged T_b
-        {64, 256, 389, 0, 0, 1, 1},
+        {112, 389, 256, 0, 1, 1, 0},  // a field layer, ragged T_b
+        {112, 256, 389, 0, 0, 1, 1},
         {256, 576, 700, 1, 0, 0, 0},  // D's block: dMᵀ x̂ (w, block)
-        {61, 2100, 600, 0, 1, 1, 1},  // several NC blocks, partial last
+        {101, 2100, 600, 0, 1, 1, 1}, // several NC blocks, partial last
         {700, 45, 1100, 1, 0, 0, 1},  // several MC and KC blocks
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

@@ -1063,9 +1063,12 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
 // (the batch's questions and options), and the skinny kernels read B in
 // memory order. Released head, 2 threads: batch 4 1.52 -> 1.68 updates/s
 // with 47; 48 (batch 4 × 12 options) skinny too, alternated in one process:
-// +2 % on 2 threads, +5 % on 1; at 72 and 96 rows neither path wins (avx512;
-// the avx2 file keeps the packed path, unmeasured here).
-#define GEMM_SKINNY_M 48
+// +2 % on 2 threads, +5 % on 1. Up to 96: on 2 threads each thread of a
+// one-KC packed product packs the whole weight, so mid batch 8 and 16 (96
+// option rows; 64 question rows) gained 4-7 % on 2 threads, and 1 thread
+// (mid 16, released 8) 1 % (avx512; the avx2 file keeps the packed path,
+// unmeasured here).
+#define GEMM_SKINNY_M 96
 static inline int gemm_is_skinny(int M) { return M <= GEMM_SKINNY_M; }
 
 static int gemm_is_small(int M, int N, int K)
