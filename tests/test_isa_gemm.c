@@ -24,8 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/registry.h"
-#include "util.h"
+#include "isa_common.h"
 
 #define PAD_A 3
 #define PAD_B 5
@@ -34,17 +33,6 @@
 
 typedef enum { NT, NN, TN } layout;
 static const char *layout_name[] = {"gemm_nt", "gemm_nn", "gemm_tn"};
-
-// The table of an ISA backend, or skip the test with the reason.
-static const clef_kernels *isa_table_or_skip(const char *isa)
-{
-    const clef_backend *b = clef_backend_find(isa);
-    cr_assert_not_null(b, "backend %s not registered", isa);
-    const char *why = clef_backend_unavailable(b);
-    if (why)
-        cr_skip_test("%s: %s", isa, why);
-    return b->table;
-}
 
 static clef_gemm_fn gemm_of(const clef_kernels *k, layout lay)
 {

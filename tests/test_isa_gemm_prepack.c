@@ -19,21 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/registry.h"
-#include "util.h"
+#include "isa_common.h"
 
 #define PAD 3
 #define SENTINEL 1234.5f
 
 static const clef_gemm_prepack *prepack_or_skip(const char *isa)
 {
-    const clef_backend *b = clef_backend_find(isa);
-    cr_assert_not_null(b, "backend %s not registered", isa);
-    const char *why = clef_backend_unavailable(b);
-    if (why)
-        cr_skip_test("%s: %s", isa, why);
-    cr_assert_not_null(b->table->prepack, "%s has no pre-packed GEMM", isa);
-    return b->table->prepack;
+    const clef_kernels *k = isa_table_or_skip(isa);
+    cr_assert_not_null(k->prepack, "%s has no pre-packed GEMM", isa);
+    return k->prepack;
 }
 
 // One product: op(A) (M,K), op(B) (K,N); ta: A stored (K,M), tb: B stored

@@ -230,8 +230,8 @@ static inline void gemm_share(int n, int t, int nt, int *lo, int *hi)
 // The packing buffers of one packed call: per thread t, an op(A) block at
 // Ap + t·astride and the NR panels of its share of an NC block at
 // Bp + t·bstride.
-// preA / preB: the whole op(A) / op(B) packed beforehand (gemm_pack_a_all,
-// gemm_pack_b_all), read in place by every thread; NULL: packed here.
+// preA / preB: the whole op(A) / op(B) packed beforehand (gemm_pack_all),
+// read in place by every thread; NULL: packed here.
 typedef struct gemm_bufs {
     float *Ap, *Bp;
     size_t astride, bstride;
@@ -361,10 +361,14 @@ static int gemm_packed_rows_call(gemm_layout L, gemm_blocking bl, int M, int N,
                                  int ldb, float *C, int ldc, int accumulate,
                                  int nth)
 {
+    // per thread, 64-byte aligned: its share of A's MR panels, one NC block
+    // of B's NR panels
     const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
     const int ncmax = N < bl.nc ? N : bl.nc;
-    const size_t an = ((size_t)K * GEMM_MR * ((mpan + nth - 1) / nth) + 15) / 16 * 16;
-    const size_t bn = ((size_t)K * ((ncmax + GEMM_NR - 1) / GEMM_NR * GEMM_NR) + 15) / 16 * 16;
+    const int npan = (ncmax + GEMM_NR - 1) / GEMM_NR;
+    const size_t ashare = (size_t)K * GEMM_MR * ((mpan + nth - 1) / nth);
+    const size_t an = (ashare + 15) & ~(size_t)15;
+    const size_t bn = ((size_t)K * GEMM_NR * npan + 15) & ~(size_t)15;
     float *buf = gemm_pack_buffer((an + bn) * nth);
     if (!buf)
         return -1;
@@ -479,38 +483,26 @@ static void gemm_pack_b_panel(gemm_layout L, int N, int K, const float *B,
                  Bp + (size_t)p0 * npan * GEMM_NR);
 }
 
-// (No region for one thread: libgomp allocates a team even for an if
-// clause that is false, and the update loop allocates nothing.)
-static void gemm_pack_a_all(gemm_layout L, int M, int K, const float *A,
-                            int lda, float *Ap)
+// The whole op(A) (dim = M, W = MR) or op(B) (dim = N, W = NR), panel by
+// panel (gemm_pack_a_panel, gemm_pack_b_panel), across the team when the
+// copy is large. (No region for one thread: libgomp allocates a team even
+// for an if clause that is false, and the update loop allocates nothing.)
+typedef void (*gemm_panel_fn)(gemm_layout L, int dim, int K, const float *src,
+                              int ld, float *dst, int kc, int i);
+static void gemm_pack_all(gemm_panel_fn panel, int W, gemm_layout L, int dim,
+                          int K, const float *src, int ld, float *dst)
 {
     const int kc = gemm_blocking_get().kc;
-    const int n = (K + kc - 1) / kc * ((M + GEMM_MR - 1) / GEMM_MR);
-    const int nth = gemm_pack_threads(gemm_pack_a_floats(M, K));
+    const int n = (K + kc - 1) / kc * ((dim + W - 1) / W);
+    const int nth = gemm_pack_threads((size_t)K * ((dim + W - 1) / W * W));
     if (nth <= 1) {
         for (int i = 0; i < n; i++)
-            gemm_pack_a_panel(L, M, K, A, lda, Ap, kc, i);
+            panel(L, dim, K, src, ld, dst, kc, i);
         return;
     }
 #pragma omp parallel for schedule(static) num_threads(nth)
     for (int i = 0; i < n; i++)
-        gemm_pack_a_panel(L, M, K, A, lda, Ap, kc, i);
-}
-
-static void gemm_pack_b_all(gemm_layout L, int N, int K, const float *B,
-                            int ldb, float *Bp)
-{
-    const int kc = gemm_blocking_get().kc;
-    const int n = (K + kc - 1) / kc * ((N + GEMM_NR - 1) / GEMM_NR);
-    const int nth = gemm_pack_threads(gemm_pack_b_floats(N, K));
-    if (nth <= 1) {
-        for (int i = 0; i < n; i++)
-            gemm_pack_b_panel(L, N, K, B, ldb, Bp, kc, i);
-        return;
-    }
-#pragma omp parallel for schedule(static) num_threads(nth)
-    for (int i = 0; i < n; i++)
-        gemm_pack_b_panel(L, N, K, B, ldb, Bp, kc, i);
+        panel(L, dim, K, src, ld, dst, kc, i);
 }
 
 // An empty reduction: C = 0, or unchanged when accumulating.
@@ -534,12 +526,14 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
     static void clef_f32_gemm_pack_a_##SFX(int a_trans, int M, int K,          \
                                            const float *A, int lda, float *Ap) \
     {                                                                          \
-        gemm_pack_a_all((gemm_layout){a_trans, 0}, M, K, A, lda, Ap);          \
+        gemm_pack_all(gemm_pack_a_panel, GEMM_MR, (gemm_layout){a_trans, 0},   \
+                      M, K, A, lda, Ap);                                       \
     }                                                                          \
     static void clef_f32_gemm_pack_b_##SFX(int b_trans, int N, int K,          \
                                            const float *B, int ldb, float *Bp) \
     {                                                                          \
-        gemm_pack_b_all((gemm_layout){0, b_trans}, N, K, B, ldb, Bp);          \
+        gemm_pack_all(gemm_pack_b_panel, GEMM_NR, (gemm_layout){0, b_trans},   \
+                      N, K, B, ldb, Bp);                                       \
     }                                                                          \
     static int clef_f32_gemm_pa_##SFX(int b_trans, int M, int N, int K,        \
                                       const float *Ap, const float *B,         \
