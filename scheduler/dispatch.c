@@ -7,6 +7,7 @@
 
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
+#include "backends/registry.h"
 #include "backends/scalar/scalar.h"
 #include "cpu.h"
 
@@ -135,10 +136,10 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
         }
         set_op(&k, (clef_op)op, best->fn);
         k.names[op] = best->name;
-        if (op == CLEF_OP_gemm_nt) // pre-packed operands of the same ISA
-            k.prepack = best->isa == CLEF_ISA_AVX512 ? &clef_gemm_prepack_14x32__avx512
-                        : best->isa == CLEF_ISA_AVX2 ? &clef_gemm_prepack_6x16__avx2
-                                                      : NULL;
+        if (op == CLEF_OP_gemm_nt) { // pre-packed operands of the same backend
+            const clef_backend *bb = clef_backend_find(best->backend);
+            k.prepack = bb && bb->table ? bb->table->prepack : NULL;
+        }
     }
     const char *v = getenv("CLEF_VERBOSE");
     if (v && atoi(v) > 0) {
