@@ -361,23 +361,23 @@ static int gemm_packed_rows_call(gemm_layout L, gemm_blocking bl, int M, int N,
                                  int ldb, float *C, int ldc, int accumulate,
                                  int nth)
 {
-    // per thread, 64-byte aligned: its share of A's MR panels, one NC block
-    // of B's NR panels
+    // per thread, one NC block of B's NR panels (64-byte aligned: the
+    // microkernels load them aligned); then the threads' shares of A's MR
+    // panels, for any team of nt ≤ nth (nt·⌈mpan/nt⌉ < mpan + nt)
     const int mpan = (M + GEMM_MR - 1) / GEMM_MR;
     const int ncmax = N < bl.nc ? N : bl.nc;
     const int npan = (ncmax + GEMM_NR - 1) / GEMM_NR;
-    const size_t ashare = (size_t)K * GEMM_MR * ((mpan + nth - 1) / nth);
-    const size_t an = (ashare + 15) & ~(size_t)15;
     const size_t bn = ((size_t)K * GEMM_NR * npan + 15) & ~(size_t)15;
-    float *buf = gemm_pack_buffer((an + bn) * nth);
+    const size_t an = (size_t)K * GEMM_MR * (mpan + nth);
+    float *buf = gemm_pack_buffer(bn * nth + an);
     if (!buf)
         return -1;
 #pragma omp parallel num_threads(nth)
     {
         const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        float *mine = buf + (size_t)t * (an + bn);
+        const size_t ashare = (size_t)K * GEMM_MR * ((mpan + nt - 1) / nt);
         gemm_packed_rows(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-                         mine, mine + an, t, nt);
+                         buf + bn * nth + t * ashare, buf + t * bn, t, nt);
     }
     return 0;
 }
