@@ -23,8 +23,7 @@ typedef struct route_acts {
     float *q;    // queries               (O, w)
     float *att;  // probabilities         (h, O, T)
     float *qt, *mt; // absorbed form (core/memattn.h)   (h·O, w) each
-    float *pk_nt, *pk_nn; // mn.y pre-packed (clef_mempack_bound each)
-    clef_mempack mpk;
+    clef_mempack mpk; // mn.y pre-packed (nt, nn: clef_mempack_bound each)
     float *o;    // attention output      (O, w)
     float *r1;   // R' = R + MHA          (O, w)
     ln_acts fn;  // feedforward_norm(R')  (O, w)
@@ -76,8 +75,7 @@ struct clef_ws {
     const clef_gemm_prepack *pk;
     int prepack_off;
     size_t *pk_nt_off, *pk_nn_off; // (nb+1) record offsets in every pack
-    float *mpk_nt, *mpk_nn;        // M pre-packed (clef_mempack_bound each)
-    clef_mempack field_mpk;
+    clef_mempack field_mpk;        // M pre-packed (clef_mempack_bound each)
     float *dm_pk;                  // dM pre-packed as op(A) of D, per record
     size_t *pk_a_off;              // (nb+1) record offsets in dm_pk
     // the next backward writes the weight gradients the GEMMs own instead of

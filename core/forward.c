@@ -248,6 +248,13 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
     }
 }
 
+static void mempack_bind(clef_mempack *m, const clef_ws *ws)
+{
+    m->ops = ws->pk;
+    m->nt_off = ws->pk_nt_off;
+    m->nn_off = ws->pk_nn_off;
+}
+
 // Which pre-packed operands this batch uses (ws->pk, NULL for none) and
 // where each record's packs start.
 static void prepack_setup(const clef_kernels *k, clef_ws *ws)
@@ -266,16 +273,11 @@ static void prepack_setup(const clef_kernels *k, clef_ws *ws)
         ws->pk_nn_off[b + 1] =
             ws->pk_nn_off[b] + clef_mempack_nn_floats(ws->pk, T, w);
     }
-    const clef_mempack base = {ws->pk, NULL, NULL, ws->pk_nt_off,
-                               ws->pk_nn_off};
-    ws->field_mpk = base;
-    ws->field_mpk.nt = ws->mpk_nt;
-    ws->field_mpk.nn = ws->mpk_nn;
-    for (int i = 0; i < ws->cfg.R; i++) {
-        ws->route[i].mpk = base;
-        ws->route[i].mpk.nt = ws->route[i].pk_nt;
-        ws->route[i].mpk.nn = ws->route[i].pk_nn;
-    }
+    // the packs' buffers are the workspace's (carve); their layout is this
+    // batch's
+    mempack_bind(&ws->field_mpk, ws);
+    for (int i = 0; i < ws->cfg.R; i++)
+        mempack_bind(&ws->route[i].mpk, ws);
 }
 
 void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
