@@ -17,8 +17,12 @@
 // op(B) (KC,NC) into NR-wide panels; for each MC block of rows (an L2-sized
 // slice of packed A) run the microkernel over the tiles, NR panels split
 // statically over OpenMP threads (each packs all of A and the B panels it
-// uses, so the threads never wait on each other). Edge tiles go through a stack tile. KC, MC,
-// NC come from the L1d and L2 sizes (scheduler/cpu.h).
+// uses, so the threads never wait on each other); a product of one KC block
+// splits MR panels (rows of C) instead (gemm_packed_rows). Edge tiles go
+// through a stack tile, or straight to C when the microkernel writes exactly
+// their rows (GEMM_UKR_ROWS_EXACT). Operands packed beforehand
+// (clef_gemm_prepack) are read in place. KC, MC, NC come from the L1d and L2
+// sizes (scheduler/cpu.h).
 //
 // Memory: the interface has no scratch argument, so the packed path keeps a
 // packing buffer per calling thread, grown on demand (an A block of KC·M
