@@ -15,6 +15,7 @@ typedef struct json_t json_t;
 #if !CLEF_MINIMAL
 #include "bench.h"
 #endif
+#include "bench_handoff.h" // --handoff
 #include "bench_tune.h" // --tune, libs line (issue 6)
 #include "harness.h"
 #include "scheduler/cpu.h"
@@ -59,7 +60,12 @@ static void usage(FILE *f)
             "\n"
             "clef-bench --tune [--tune-out FILE] [--threads N] [--budget S] [--seed S]\n"
             "measures every backend per op and shape class and writes the tuning\n"
-            "file --backend auto reads (default ~/.cache/clef/tune-<cpu>.json).\n");
+            "file --backend auto reads (default ~/.cache/clef/tune-<cpu>.json).\n"
+            "\n"
+            "clef-bench --handoff [--mb MB] [--rounds R=30]\n"
+            "times thread 1 reading, updating and overwriting a buffer (1 and 8 MiB)\n"
+            "that it or thread 0 left behind: what handing cache lines between\n"
+            "cores costs here (bench/handoff.c).\n");
 }
 
 static int bad_usage(const char *flag, const char *fmt, const char *what)
@@ -501,6 +507,8 @@ int main(int argc, char **argv)
 {
     if (clef_bench_wants_tune(argc, argv))
         return clef_bench_tune_main(argc, argv);
+    if (clef_bench_wants_handoff(argc, argv))
+        return clef_bench_handoff_main(argc, argv);
     bench_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)

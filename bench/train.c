@@ -1,6 +1,5 @@
 // clef-bench --train: whole training updates per backend and geometry.
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include <omp.h>
 
 #include "bench.h"
+#include "bench_handoff.h"
 #include "head.h"
 #include "scheduler/cpu.h"
 
@@ -300,39 +300,6 @@ static void control_free(control_gemm *g)
     free(g->X), free(g->W), free(g->C);
 }
 
-// The second control: the round trip of one cache line between OpenMP
-// threads 0 and 1, in ns (ping-pong through an atomic). On this shared VM it
-// is about 50 ns when the host runs the two vCPUs on one core complex and
-// 300+ ns when it moves them apart, and the 2-thread update slows by about a
-// fifth then, with no change in either thread's own GEMM or AdamW speed.
-static double control_round_trip_ns(void)
-{
-    enum { N = 20000 };
-    static _Alignas(64) atomic_int flag;
-    double t0 = 0.0, t1 = 0.0;
-    if (clef_cpu_get()->pus < 2) // two spinning threads on one CPU: no
-        return NAN;
-    atomic_store(&flag, 0);
-#pragma omp parallel num_threads(2)
-    {
-        const int t = omp_get_thread_num();
-        if (omp_get_num_threads() == 2) {
-#pragma omp barrier
-            if (t == 0)
-                t0 = now_s();
-            for (int i = 0; i < N; i++) {
-                const int want = 2 * i + t;
-                while (atomic_load_explicit(&flag, memory_order_acquire) != want)
-                    ;
-                atomic_store_explicit(&flag, want + 1, memory_order_release);
-            }
-            if (t == 0)
-                t1 = now_s();
-        }
-    }
-    return (t1 - t0) / N * 1e9;
-}
-
 // --scaling N: updates on 1 and N threads, alternating round by round so
 // both see the same machine, and the control sgemm alternating the same way:
 // on a shared machine the capacity of N threads drifts, and the control says
@@ -374,7 +341,7 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
                 goto out;
             }
         }
-        rtt[rounds] = control_round_trip_ns();
+        rtt[rounds] = clef_bench_round_trip_ns();
         rounds++;
     }
     double u1 = median(upd[0], rounds), un = median(upd[1], rounds);

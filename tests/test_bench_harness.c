@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "../bench/harness.h"
+#include "scheduler/cpu.h"
 #include "util_package.h"
 
 // ---- broken kernels: the scalar reference, then one deliberate fault ----
@@ -395,4 +396,35 @@ Test(bench_harness, train_scaling_reports_both_speedups)
     tp_rmdir(dir);
     cr_assert_eq(run_cli("--scaling 2", last, sizeof last), 2);
     cr_assert_eq(run_cli("--train --scaling 1", last, sizeof last), 2);
+}
+
+// --handoff: a rate for each of read, rmw and write, in both states, from
+// thread 1's timed passes; bad flags exit 2. One CPU: SKIPPED, never passed.
+Test(bench_harness, handoff_reports_every_rate)
+{
+    char last[1024];
+    cr_assert_eq(run_cli("--handoff --rounds 0", last, sizeof last), 2);
+    cr_assert_eq(run_cli("--handoff --mb 0", last, sizeof last), 2);
+    if (clef_cpu_get()->pus < 2)
+        cr_skip_test("one CPU: no second thread to hand cache lines to");
+    char cmd[512], line[1024];
+    snprintf(cmd, sizeof cmd, "%s/clef-bench --handoff --mb 0.25 --rounds 3",
+             CLEF_BIN_DIR);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    const char *ops[3] = {"read", "rmw", "write"};
+    int seen = 0;
+    while (fgets(line, sizeof line, p)) {
+        char op[16];
+        double mb, own, other;
+        if (sscanf(line, "handoff %15s %lf MiB own %lf GB/s other %lf GB/s",
+                   op, &mb, &own, &other) != 4)
+            continue;
+        cr_assert_str_eq(op, ops[seen], "%s", line);
+        cr_assert(mb == 0.25 && isfinite(own) && own > 0 &&
+                  isfinite(other) && other > 0, "%s", line);
+        seen++;
+    }
+    cr_assert_eq(pclose(p), 0);
+    cr_assert_eq(seen, 3);
 }
