@@ -29,6 +29,23 @@ static inline void adamw_v(float *theta, const float *g, float *m, float *v,
     }
 }
 
+// Takes θ's cache lines for writing, one store per line, before the update
+// writes them. When the other core has just read them (the forward and
+// backward read weights on every thread), each line must first be
+// invalidated there: stalled behind AdamW's other loads and stores, that made
+// W_m's AdamW take 2.1 ms per mid batch-8 update on two vCPUs apart, against
+// 0.2 ms on one; a pass of nothing but these stores overlaps the
+// invalidations (0.3-0.4 ms; docs/DESIGN.md, clef-bench --handoff). It
+// rewrites the value it reads: no result changes.
+static inline void adamw_claim(float *theta, size_t n)
+{
+    volatile float *p = theta;
+    for (size_t i = 0; i < n; i += 16)
+        p[i] = p[i];
+}
+
+#define ADAMW_BLOCK 4096 // floats claimed, then updated: 16 KiB of θ
+
 void CLEF_KNAME(adamw)(size_t n, float *theta, const float *g, float *m,
                        float *v, const clef_adamw_args *a)
 {
@@ -37,8 +54,13 @@ void CLEF_KNAME(adamw)(size_t n, float *theta, const float *g, float *m,
     vf b2 = vf_set1(a->beta2), c2 = vf_set1(1.0f - a->beta2);
     vf step = vf_set1(a->step_size), bc2 = vf_set1(a->bc2_sqrt), eps = vf_set1(a->eps);
     size_t i = 0;
-    for (; i + VW <= n; i += VW)
-        adamw_v(theta + i, g + i, m + i, v + i, VW, keep, b1, c1, b2, c2, step, bc2, eps);
+    for (size_t b0 = 0; b0 < n; b0 += ADAMW_BLOCK) {
+        const size_t b1e = n - b0 < ADAMW_BLOCK ? n : b0 + ADAMW_BLOCK;
+        adamw_claim(theta + b0, b1e - b0);
+        for (; i + VW <= b1e; i += VW)
+            adamw_v(theta + i, g + i, m + i, v + i, VW, keep, b1, c1, b2, c2, step,
+                    bc2, eps);
+    }
     if (i < n)
         adamw_v(theta + i, g + i, m + i, v + i, (int)(n - i), keep, b1, c1, b2, c2,
                 step, bc2, eps);
