@@ -17,37 +17,38 @@ void CLEF_KNAME(bias_add)(int rows, int n, const float *b, float *y)
     }
 }
 
-// Sums columns [c, c + 4·VW) (the last vector has `tail` lanes) over rows.
-static void colsum_block(int rows, int n, int c, int nvec, int tail,
-                         const float *dy, float *db)
+// Columns [c, c + w) of db += Σ_rows dy: each column's sum starts from zero
+// in acc (L1) and takes the rows in order, row-major. Walking 4-vector column
+// blocks down the rows instead (sums in registers) crossed B·T × w of
+// memory-norm gradient once per block, a row apart: 0.19 ms for 2 MB at mid
+// batch 4, with the other thread waiting.
+#define COLSUM_W 2048 // columns per block: 8 KiB of sums
+static void colsum_cols(int rows, int n, int c, int w, const float *dy,
+                        float *db)
 {
-    vf s[4] = {vf_zero(), vf_zero(), vf_zero(), vf_zero()};
+    _Alignas(64) float acc[COLSUM_W];
+    const int nv = w / VW * VW, t = w - nv;
+    for (int i = 0; i < nv; i += VW)
+        vf_store(acc + i, vf_zero());
+    if (t)
+        vf_storen(acc + nv, vf_zero(), t);
     for (int r = 0; r < rows; r++) {
         const float *g = dy + (size_t)r * n + c;
-        for (int u = 0; u < nvec; u++) {
-            int w = u == nvec - 1 ? tail : VW;
-            s[u] = vf_add(s[u], w == VW ? vf_load(g + u * VW) : vf_loadn(g + u * VW, w));
-        }
+        for (int i = 0; i < nv; i += VW)
+            vf_store(acc + i, vf_add(vf_load(acc + i), vf_load(g + i)));
+        if (t)
+            vf_storen(acc + nv, vf_add(vf_loadn(acc + nv, t), vf_loadn(g + nv, t)), t);
     }
-    for (int u = 0; u < nvec; u++) {
-        int w = u == nvec - 1 ? tail : VW;
-        float *d = db + c + u * VW;
-        if (w == VW)
-            vf_store(d, vf_add(vf_load(d), s[u]));
-        else
-            vf_storen(d, vf_add(vf_loadn(d, w), s[u]), w);
-    }
+    float *d = db + c;
+    for (int i = 0; i < nv; i += VW)
+        vf_store(d + i, vf_add(vf_load(d + i), vf_load(acc + i)));
+    if (t)
+        vf_storen(d + nv, vf_add(vf_loadn(d + nv, t), vf_loadn(acc + nv, t)), t);
 }
 
 void CLEF_KNAME(colsum)(int rows, int n, const float *dy, float *db)
 {
     CLEF_NARROW(n <= 8, clef_f32_colsum__avx2(rows, n, dy, db));
-    for (int c = 0; c < n; c += 4 * VW) {
-        int left = n - c;
-        int nvec = left >= 4 * VW ? 4 : (left + VW - 1) / VW;
-        int tail = left - (nvec - 1) * VW;
-        if (tail > VW)
-            tail = VW;
-        colsum_block(rows, n, c, nvec, tail, dy, db);
-    }
+    for (int c = 0; c < n; c += COLSUM_W)
+        colsum_cols(rows, n, c, n - c < COLSUM_W ? n - c : COLSUM_W, dy, db);
 }
