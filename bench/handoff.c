@@ -26,11 +26,6 @@
 enum { OP_READ, OP_RMW, OP_WRITE, NOPS, MAXROUNDS = 1000 };
 static const char *const op_name[NOPS] = {"read", "rmw", "write"};
 
-static double wall_s(void)
-{
-    return omp_get_wtime();
-}
-
 // The passes, portable: noipa so that the compiler can neither merge, hoist
 // nor drop them; 8 partial sums so that the adds do not bound the read.
 __attribute__((noipa)) static float read_c(const float *restrict x, size_t n)
@@ -118,7 +113,8 @@ static double median(double *v, int n)
 }
 
 // Thread 1's pass of op, timed, after the buffer was left in state `other`.
-// Runs on both threads of the enclosing 2-thread region.
+// Runs on both threads of the enclosing 2-thread region; sink is the
+// calling thread's own (the sums only keep the reads alive).
 static double one_case(const passes *p, float *x, size_t n, int op,
                        int other, int tid, volatile float *sink)
 {
@@ -133,14 +129,14 @@ static double one_case(const passes *p, float *x, size_t n, int op,
         *sink += p->read(x, n); // shared by both, or by thread 1 alone
 #pragma omp barrier
     if (tid == 1) {
-        const double t0 = wall_s();
+        const double t0 = omp_get_wtime();
         if (op == OP_READ)
             *sink += p->read(x, n);
         else if (op == OP_RMW)
             p->rmw(x, n);
         else
             p->write(x, n);
-        dt = wall_s() - t0;
+        dt = omp_get_wtime() - t0;
     }
     return dt;
 }
@@ -159,7 +155,7 @@ int clef_bench_handoff_run(size_t bytes, int rounds,
     if (!x || !t)
         goto out;
     memset(x, 0, n * sizeof(float));
-    volatile float sink = 0.f;
+    volatile float sink[2][16] = {{0.f}}; // a cache line per thread
 #pragma omp parallel num_threads(2)
     {
         const int tid = omp_get_thread_num();
@@ -168,7 +164,8 @@ int clef_bench_handoff_run(size_t bytes, int rounds,
                 two = 1;
             for (int r = 0; r < rounds; r++)
                 for (int c = 0; c < NOPS * 2; c++) {
-                    const double dt = one_case(&p, x, n, c / 2, c % 2, tid, &sink);
+                    const double dt = one_case(&p, x, n, c / 2, c % 2, tid,
+                                                    &sink[tid][0]);
                     if (tid == 1)
                         t[(size_t)c * rounds + r] = dt;
                 }
@@ -201,7 +198,7 @@ double clef_bench_round_trip_ns(void)
         if (omp_get_num_threads() == 2) {
 #pragma omp barrier
             if (t == 0)
-                t0 = wall_s();
+                t0 = omp_get_wtime();
             for (int i = 0; i < N; i++) {
                 const int want = 2 * i + t;
                 while (atomic_load_explicit(&flag, memory_order_acquire) != want)
@@ -209,7 +206,7 @@ double clef_bench_round_trip_ns(void)
                 atomic_store_explicit(&flag, want + 1, memory_order_release);
             }
             if (t == 0)
-                t1 = wall_s();
+                t1 = omp_get_wtime();
         }
     }
     return (t1 - t0) / N * 1e9;
