@@ -165,7 +165,7 @@ int clef_bench_handoff_run(size_t bytes, int rounds,
             for (int r = 0; r < rounds; r++)
                 for (int c = 0; c < NOPS * 2; c++) {
                     const double dt = one_case(&p, x, n, c / 2, c % 2, tid,
-                                                    &sink[tid][0]);
+                                               &sink[tid][0]);
                     if (tid == 1)
                         t[(size_t)c * rounds + r] = dt;
                 }
