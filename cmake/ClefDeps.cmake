@@ -23,10 +23,17 @@ if(NOT PKG_CONFIG_FOUND)
   clef_missing("pkg-config" "pkg-config")
 endif()
 
-find_package(dnnl CONFIG QUIET)
-if(NOT dnnl_FOUND)
-  clef_missing("oneDNN (dnnl CMake config)" "libdnnl-dev")
+# oneDNN by its header and library, not its CMake config: Debian's
+# dnnl-config.cmake requires OpenCL (a package libdnnl-dev only recommends)
+# although the CPU engine clef uses never touches it.
+find_path(DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.h)
+find_library(DNNL_LIBRARY NAMES dnnl)
+if(NOT DNNL_INCLUDE_DIR OR NOT DNNL_LIBRARY)
+  clef_missing("oneDNN (oneapi/dnnl/dnnl.h, libdnnl)" "libdnnl-dev")
 endif()
+add_library(DNNL::dnnl UNKNOWN IMPORTED)
+set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION ${DNNL_LIBRARY}
+                      INTERFACE_INCLUDE_DIRECTORIES ${DNNL_INCLUDE_DIR})
 
 # BLIS: Debian ships no pkg-config file; prefer the OpenMP build.
 find_path(BLIS_INCLUDE_DIR blis.h
