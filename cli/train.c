@@ -74,12 +74,14 @@ static int load_head(train_run *t, clef_err *err)
     const clef_config *cfg = &t->pkg.cfg;
     int rc;
     if (c->resume) {
-        if ((rc = clef_head_alloc(&t->hd, cfg, err)) ||
-            (rc = clef_checkpoint_load(c->resume, &t->hd, err)))
-            return rc;
-        clef_st_file f;
+        clef_st_file f; // read once: the bits restored are the bits checked
         if ((rc = clef_st_open(c->resume, &f, err)))
             return rc;
+        if ((rc = clef_head_alloc(&t->hd, cfg, err)) ||
+            (rc = clef_checkpoint_read(&f, &t->hd, err))) {
+            clef_st_close(&f);
+            return rc;
+        }
         const char *sha = clef_st_meta_get(&f, "package_sha256");
         if (!sha || !clef_sha256_equal(sha, t->pkg.sha256))
             rc = clef_err_input(err, c->resume, NULL,
@@ -100,7 +102,9 @@ static int load_head(train_run *t, clef_err *err)
         clef_head_init_random(&t->hd, c->seed);
         return 0;
     }
-    if ((rc = clef_weights_load(path, cfg->h, &t->hd, err)))
+    const char *pin = c->init ? NULL : t->pkg.init_sha256;
+    if ((rc = clef_weights_load_pinned(path, pin, "initial_weights.sha256",
+                                       cfg->h, &t->hd, err)))
         return rc;
     if (memcmp(&t->hd.cfg, cfg, sizeof(*cfg)) != 0)
         return clef_err_input(err, path, NULL, "head",

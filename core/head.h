@@ -19,7 +19,10 @@ typedef struct clef_config {
     int L; // layers
 } clef_config;
 
-// Checks the configuration (positive sizes, w divisible by h). 0 or error.
+// The largest hidden_size, width or feedforward accepted from any file.
+#define CLEF_DIM_MAX 65536
+// Checks the configuration (positive sizes, w divisible by h, sizes at most
+// CLEF_DIM_MAX, the head's memory within the machine's). 0 or error.
 int clef_config_check(const clef_config *c, const char *file, clef_err *err);
 size_t clef_param_count(const clef_config *c);
 int clef_tensor_count(const clef_config *c); // 22 + 14R + 18L

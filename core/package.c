@@ -3,6 +3,7 @@
 #include "package.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +11,13 @@
 
 #include <jansson.h>
 
+#include "file.h"
 #include "safetensors.h"
 #include "weights.h"
+
+// The manifest is JSON of a few hundred bytes per record: 1 GiB is far past
+// any real package and keeps a runaway file from filling memory.
+#define CLEF_MANIFEST_MAX ((uint64_t)1 << 30)
 
 // ---------------------------------------------------------------- helpers --
 
@@ -138,6 +144,7 @@ void clef_package_free(clef_package *pkg)
     for (int i = 0; i < pkg->nshards; i++)
         free(pkg->shard_paths ? pkg->shard_paths[i] : NULL);
     free(pkg->shard_paths);
+    free(pkg->shard_sha256);
     for (int i = 0; i < pkg->nrecords; i++)
         clef_record_free(&pkg->records[i]);
     free(pkg->records);
@@ -147,10 +154,12 @@ void clef_package_free(clef_package *pkg)
 
 // ------------------------------------------------------- manifest: files --
 
-// A {"file", "sha256"} entry: path rule, hex digest, file readable, digest
-// equal. *out = joined path.
+// A {"file", "sha256"} entry: path rule, hex digest, and the file, resolved
+// with its symlinks, inside the package's folder. *out = joined path, sha =
+// the digest (lowercase), checked later on the bytes that are parsed.
 static int check_file_entry(const clef_package *pkg, json_t *entry,
-                            const char *field, char **out, clef_err *err)
+                            const char *field, char **out,
+                            char sha[CLEF_SHA256_HEX], clef_err *err)
 {
     char f[96];
     if (!json_is_object(entry))
@@ -168,28 +177,30 @@ static int check_file_entry(const clef_package *pkg, json_t *entry,
                               "\"%s\" leaves the package folder (file names "
                               "are relative, without \"..\" or a leading /)",
                               name);
-    snprintf(f, sizeof(f), "%s.sha256", field);
+    char fs[96];
+    snprintf(fs, sizeof(fs), "%s.sha256", field);
     if (!json_is_string(js) || !clef_sha256_is_hex(json_string_value(js)))
-        return clef_err_input(err, pkg->manifest, NULL, f,
+        return clef_err_input(err, pkg->manifest, NULL, fs,
                               "must be 64 hexadecimal digits");
     char *path = join_path(pkg->dir, name);
     if (!path)
         return oom(err);
-    char hex[CLEF_SHA256_HEX];
-    clef_err e2;
-    if (clef_sha256_file(path, hex, &e2)) {
-        snprintf(f, sizeof(f), "%s.file", field);
-        clef_err_input(err, pkg->manifest, NULL, f, "%s", e2.msg);
+    int in = clef_path_inside(pkg->dir, path);
+    if (in != 1) {
+        if (in < 0)
+            clef_err_input(err, pkg->manifest, NULL, f, "%s: cannot open: %s",
+                           path, strerror(errno));
+        else
+            clef_err_input(err, pkg->manifest, NULL, f,
+                           "\"%s\" resolves (through a symbolic link) to a "
+                           "file outside the package folder", name);
         free(path);
         return CLEF_ERR_INPUT;
     }
-    if (!clef_sha256_equal(hex, json_string_value(js))) {
-        clef_err_input(err, path, NULL, f,
-                       "SHA-256 of the file is %s but the manifest says %s",
-                       hex, json_string_value(js));
-        free(path);
-        return CLEF_ERR_INPUT;
-    }
+    const char *hex = json_string_value(js);
+    for (int i = 0; i < 64; i++)
+        sha[i] = (char)tolower((unsigned char)hex[i]);
+    sha[64] = '\0';
     *out = path;
     return 0;
 }
@@ -493,7 +504,9 @@ static int check_finite(const char *file, const char *rid, const char *field,
 static int load_lexical(clef_package *pkg, clef_err *err)
 {
     clef_st_file f;
-    int rc = clef_st_open(pkg->lexical_path, &f, err);
+    int rc = clef_st_open_pinned(pkg->lexical_path, pkg->lexical_sha256,
+                                 "lexical.sha256", &f,
+                                 err);
     if (rc)
         return rc;
     const char *p = pkg->lexical_path;
@@ -661,7 +674,9 @@ static int check_init_weights(clef_package *pkg, clef_err *err)
 {
     clef_head hd;
     memset(&hd, 0, sizeof(hd));
-    int rc = clef_weights_load(pkg->init_path, pkg->cfg.h, &hd, err);
+    int rc = clef_weights_load_pinned(pkg->init_path, pkg->init_sha256,
+                                      "initial_weights.sha256", pkg->cfg.h,
+                                      &hd, err);
     if (rc)
         return rc;
     if (memcmp(&hd.cfg, &pkg->cfg, sizeof(clef_config)) != 0)
@@ -711,7 +726,8 @@ static int load_manifest(clef_package *pkg, json_t *root, clef_err *err)
                               "must be a non-empty list");
     pkg->nshards = (int)json_array_size(jsh);
     pkg->shard_paths = calloc((size_t)pkg->nshards, sizeof(char *));
-    if (!pkg->shard_paths)
+    pkg->shard_sha256 = calloc((size_t)pkg->nshards, CLEF_SHA256_HEX);
+    if (!pkg->shard_paths || !pkg->shard_sha256)
         return oom(err);
     json_t *jr = json_object_get(root, "records");
     if (!json_is_array(jr) || json_array_size(jr) == 0)
@@ -735,13 +751,13 @@ static int load_manifest(clef_package *pkg, json_t *root, clef_err *err)
         return rc;
     // files: path rule and SHA-256 of each
     rc = check_file_entry(pkg, json_object_get(root, "lexical"), "lexical",
-                          &pkg->lexical_path, err);
+                          &pkg->lexical_path, pkg->lexical_sha256, err);
     if (rc)
         return rc;
     json_t *ji = json_object_get(root, "initial_weights");
     if (ji && !json_is_null(ji)) {
         rc = check_file_entry(pkg, ji, "initial_weights", &pkg->init_path,
-                              err);
+                              pkg->init_sha256, err);
         if (rc)
             return rc;
     }
@@ -749,7 +765,7 @@ static int load_manifest(clef_package *pkg, json_t *root, clef_err *err)
         char f[32];
         snprintf(f, sizeof(f), "shards[%d]", s);
         rc = check_file_entry(pkg, json_array_get(jsh, s), f,
-                              &pkg->shard_paths[s], err);
+                              &pkg->shard_paths[s], pkg->shard_sha256[s], err);
         if (rc)
             return rc;
     }
@@ -760,7 +776,10 @@ static int load_shards(clef_package *pkg, clef_err *err)
 {
     for (int s = 0; s < pkg->nshards; s++) {
         clef_st_file f;
-        int rc = clef_st_open(pkg->shard_paths[s], &f, err);
+        char field[48];
+        snprintf(field, sizeof(field), "shards[%d].sha256", s);
+        int rc = clef_st_open_pinned(pkg->shard_paths[s],
+                                     pkg->shard_sha256[s], field, &f, err);
         if (rc)
             return rc;
         for (int i = 0; i < pkg->nrecords && !rc; i++)
@@ -787,7 +806,7 @@ int clef_package_load(const char *manifest_path, const char *pin_sha256,
         rc = oom(err);
         goto fail;
     }
-    rc = clef_read_file(manifest_path, &bytes, &size, err);
+    rc = clef_file_read(manifest_path, CLEF_MANIFEST_MAX, &bytes, &size, err);
     if (rc)
         goto fail;
     if (clef_sha256_hex(bytes, size, pkg->sha256)) {

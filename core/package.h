@@ -17,11 +17,14 @@ typedef struct clef_package {
     clef_config cfg;  // "head"
     char *provenance; // compact JSON object, or NULL when absent
     char *lexical_path;
+    char lexical_sha256[CLEF_SHA256_HEX]; // the manifest's digests: checked
+    char init_sha256[CLEF_SHA256_HEX];    // on the bytes each load parses
     int V;            // lexical rows
     float *E;         // (V, d) frozen lexical table
     char *init_path;  // initial_weights file, or NULL
     int nshards;
     char **shard_paths; // [nshards]
+    char (*shard_sha256)[CLEF_SHA256_HEX]; // [nshards]
     int nrecords;
     clef_record *records; // [nrecords], manifest order, prepared
     int *record_shard;    // [nrecords]
@@ -41,6 +44,8 @@ void clef_package_free(clef_package *pkg);
 int clef_package_find(const clef_package *pkg, const char *id);
 
 // Path rule of FORMATS.md: relative, non-empty, no ".." component. 1 if ok.
+// (The loader also resolves each file, symlinks followed, and refuses one
+// that lands outside the package's folder.)
 int clef_package_path_ok(const char *name);
 // Record id rule: [A-Za-z0-9._-]{1,128}. 1 if ok.
 int clef_package_id_ok(const char *id);

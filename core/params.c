@@ -2,10 +2,12 @@
 // §2), one flat buffer for params / grads / AdamW m / v, views into it, and the
 // seeded PyTorch-style initialisation (HEAD.md §8).
 #include "bigalloc.h"
+#include "file.h"
 #include "head.h"
 #include "rng.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,23 @@ int clef_config_check(const clef_config *c, const char *file, clef_err *err)
     if (c->R > 64 || c->L > 64)
         return clef_err_input(err, file, NULL, "head",
                               "at most 64 routing layers and 64 layers");
+    if (c->d > CLEF_DIM_MAX || c->w > CLEF_DIM_MAX || c->f > CLEF_DIM_MAX)
+        return clef_err_input(err, file, NULL, "head",
+                              "hidden_size %d, width %d and feedforward %d "
+                              "must each be at most %d",
+                              c->d, c->w, c->f, CLEF_DIM_MAX);
+    // Within those bounds the count fits size_t; the head's one allocation
+    // (params, grads, m, v) must fit this machine, else the size is bad
+    // input, not a run failure.
+    uint64_t bytes = 4 * sizeof(float) * (uint64_t)clef_param_count(c);
+    uint64_t phys = clef_phys_mem_bytes();
+    if (phys && bytes > phys)
+        return clef_err_input(err, file, NULL, "head",
+                              "%zu parameters need %.1f GiB (parameters, "
+                              "gradients and AdamW moments): more than this "
+                              "machine's %.1f GiB of memory",
+                              clef_param_count(c), bytes / 1073741824.0,
+                              phys / 1073741824.0);
     return CLEF_OK;
 }
 

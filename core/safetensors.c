@@ -10,6 +10,9 @@
 // temporary file in the same folder, flushed and fsynced, then renamed.
 #include "safetensors.h"
 
+#include "file.h"
+#include "sha256.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -117,42 +120,21 @@ static char *st_strdup(const char *s)
     return p;
 }
 
-// Reads the whole file into f->bytes / f->size.
-static int st_read_file(const char *path, clef_st_file *f, clef_err *err)
+// Reads the whole file into f->bytes / f->size (once: file.h); with pin,
+// its SHA-256 must be pin (the manifest's digest), checked on these bytes.
+static int st_read_file(const char *path, const char *pin,
+                        const char *pin_field, clef_st_file *f, clef_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return clef_err_input(err, path, NULL, NULL, "cannot open: %s",
-                              strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fclose(fp);
-        return clef_err_input(err, path, NULL, NULL, "not a regular file");
-    }
-    size_t size = (size_t)sb.st_size;
-    uint8_t *bytes = malloc(size ? size : 1);
-    if (!bytes) {
-        fclose(fp);
-        return clef_err_set(err, CLEF_ERR_RUN,
-                            "%s: out of memory reading %zu bytes", path, size);
-    }
-    size_t got = 0;
-    while (got < size) {
-        size_t r = fread(bytes + got, 1, size - got, fp);
-        if (r == 0)
-            break;
-        got += r;
-    }
-    int ioerr = ferror(fp);
-    fclose(fp);
-    if (ioerr || got != size) {
-        free(bytes);
-        return clef_err_set(err, CLEF_ERR_RUN,
-                            "%s: read %zu of %zu bytes%s", path, got, size,
-                            ioerr ? " (I/O error)" : " (file changed?)");
-    }
-    f->bytes = bytes;
-    f->size = size;
+    int rc = clef_file_read(path, 0, &f->bytes, &f->size, err);
+    if (rc || !pin)
+        return rc;
+    char hex[CLEF_SHA256_HEX];
+    if (clef_sha256_hex(f->bytes, f->size, hex))
+        return clef_err_set(err, CLEF_ERR_RUN, "%s: SHA-256 failed", path);
+    if (!clef_sha256_equal(hex, pin))
+        return clef_err_input(err, path, NULL, pin_field ? pin_field : "sha256",
+                              "SHA-256 of the file is %s but the manifest "
+                              "says %s", hex, pin);
     return 0;
 }
 
@@ -405,13 +387,19 @@ cleanup:
 
 int clef_st_open(const char *path, clef_st_file *f, clef_err *err)
 {
+    return clef_st_open_pinned(path, NULL, NULL, f, err);
+}
+
+int clef_st_open_pinned(const char *path, const char *sha256,
+                        const char *field, clef_st_file *f, clef_err *err)
+{
     memset(f, 0, sizeof(*f));
     int rc;
     if (!(f->path = st_strdup(path))) {
         rc = clef_err_set(err, CLEF_ERR_RUN, "%s: out of memory", path);
         goto fail;
     }
-    if ((rc = st_read_file(path, f, err)) != 0)
+    if ((rc = st_read_file(path, sha256, field, f, err)) != 0)
         goto fail;
     if (f->size < 8) {
         rc = clef_err_input(err, path, NULL, "header",

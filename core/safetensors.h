@@ -47,7 +47,14 @@ typedef struct clef_st_file {
 // Opens and validates a file: header length within the file and <= 100 MB,
 // valid JSON, known dtypes, sizes = dtype × shape, offsets inside the data
 // section, no overlap, no duplicate names. Errors name the file and tensor.
+// The file is read once, as a regular file bounded by the physical memory
+// (file.h): a FIFO, a device or a directory is refused.
 int clef_st_open(const char *path, clef_st_file *f, clef_err *err);
+// The same, and the SHA-256 of the bytes read must equal sha256 (hex; NULL:
+// unchecked): the bytes parsed are the bytes hashed. field names the digest
+// in errors ("shards[0].sha256").
+int clef_st_open_pinned(const char *path, const char *sha256,
+                        const char *field, clef_st_file *f, clef_err *err);
 void clef_st_close(clef_st_file *f);
 const clef_st_tensor *clef_st_find(const clef_st_file *f, const char *name);
 const char *clef_st_meta_get(const clef_st_file *f, const char *key);

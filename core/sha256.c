@@ -1,6 +1,8 @@
 // SHA-256 through libcrypto's EVP interface.
 #include "sha256.h"
 
+#include "file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -26,53 +28,12 @@ int clef_sha256_hex(const void *buf, size_t n, char hex[CLEF_SHA256_HEX])
     return 0;
 }
 
-int clef_read_file(const char *path, uint8_t **bytes, size_t *size,
-                   clef_err *err)
-{
-    uint8_t *buf = NULL;
-    size_t n = 0, cap = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return clef_err_input(err, path, NULL, NULL, "cannot open file: %s",
-                              strerror(errno));
-    for (;;) {
-        if (n == cap) {
-            size_t ncap = cap ? 2 * cap : 1 << 16;
-            uint8_t *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                fclose(fp);
-                return clef_err_input(err, path, NULL, NULL,
-                                      "out of memory reading the file");
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + n, 1, cap - n, fp);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (bad) {
-        free(buf);
-        return clef_err_input(err, path, NULL, NULL, "read error");
-    }
-    *size = n;
-    if (bytes)
-        *bytes = buf;
-    else
-        free(buf);
-    return 0;
-}
-
 int clef_sha256_file(const char *path, char hex[CLEF_SHA256_HEX],
                      clef_err *err)
 {
     uint8_t *bytes = NULL;
     size_t n = 0;
-    int rc = clef_read_file(path, &bytes, &n, err);
+    int rc = clef_file_read(path, 0, &bytes, &n, err);
     if (rc)
         return rc;
     rc = clef_sha256_hex(bytes, n, hex);

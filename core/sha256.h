@@ -11,11 +11,7 @@
 
 // hex (65) = SHA-256 of buf (n bytes). 0, or -1 if libcrypto fails.
 int clef_sha256_hex(const void *buf, size_t n, char hex[CLEF_SHA256_HEX]);
-// Reads the whole file: *bytes (malloc'd, caller frees; may be NULL to
-// discard) and *size. Errors name the file. 0 or CLEF_ERR_INPUT.
-int clef_read_file(const char *path, uint8_t **bytes, size_t *size,
-                   clef_err *err);
-// hex = SHA-256 of the file's bytes. 0 or CLEF_ERR_INPUT (naming the file).
+// hex = SHA-256 of the file's bytes, read by clef_file_read (file.h). 0 or CLEF_ERR_INPUT (naming the file).
 int clef_sha256_file(const char *path, char hex[CLEF_SHA256_HEX],
                      clef_err *err);
 // 1 if s is 64 hex digits (either case).

@@ -287,9 +287,16 @@ int clef_weights_read_into(const clef_st_file *f, clef_head *hd, clef_err *err)
 int clef_weights_load(const char *path, int default_heads, clef_head *hd,
                       clef_err *err)
 {
+    return clef_weights_load_pinned(path, NULL, NULL, default_heads, hd, err);
+}
+
+int clef_weights_load_pinned(const char *path, const char *sha256,
+                             const char *field, int default_heads,
+                             clef_head *hd, clef_err *err)
+{
     memset(hd, 0, sizeof(*hd));
     clef_st_file f;
-    int rc = clef_st_open(path, &f, err);
+    int rc = clef_st_open_pinned(path, sha256, field, &f, err);
     if (rc)
         return rc;
     clef_config c;
@@ -442,21 +449,31 @@ int clef_checkpoint_load(const char *path, clef_head *hd, clef_err *err)
     int rc = clef_st_open(path, &f, err);
     if (rc)
         return rc;
+    rc = clef_checkpoint_read(&f, hd, err);
+    clef_st_close(&f);
+    return rc;
+}
+
+int clef_checkpoint_read(const clef_st_file *f, clef_head *hd,
+                         clef_err *err)
+{
+    const char *path = f->path;
+    int rc = 0;
     int allocated_here = 0;
-    const char *fmt = clef_st_meta_get(&f, "format");
+    const char *fmt = clef_st_meta_get(f, "format");
     long step = 0;
-    if (!is_checkpoint(&f)) {
+    if (!is_checkpoint(f)) {
         rc = clef_err_input(err, path, NULL, "__metadata__.format",
                             "is %s%s%s, expected \"" FORMAT_CKPT "\"",
                             fmt ? "\"" : "", fmt ? fmt : "missing",
                             fmt ? "\"" : "");
         goto cleanup;
     }
-    if ((rc = parse_step(&f, &step, err)) != 0)
+    if ((rc = parse_step(f, &step, err)) != 0)
         goto cleanup;
     clef_config c;
     int default_heads = hd->tensors ? hd->cfg.h : 1;
-    if ((rc = config_of_file(&f, default_heads, &c, err)) != 0)
+    if ((rc = config_of_file(f, default_heads, &c, err)) != 0)
         goto cleanup;
     if (!hd->tensors) {
         if ((rc = clef_head_alloc(hd, &c, err)) != 0)
@@ -473,17 +490,16 @@ int clef_checkpoint_load(const char *path, clef_head *hd, clef_err *err)
         goto cleanup;
     }
     static const char *const prefixes[] = {"", PREFIX_M, PREFIX_V};
-    if ((rc = check_extras(&f, hd, prefixes, 3, err)) != 0 ||
-        (rc = read_set(&f, hd, "", hd->params, err)) != 0 ||
-        (rc = read_set(&f, hd, PREFIX_M, hd->m, err)) != 0 ||
-        (rc = read_set(&f, hd, PREFIX_V, hd->v, err)) != 0 ||
-        (rc = check_v(&f, hd, err)) != 0)
+    if ((rc = check_extras(f, hd, prefixes, 3, err)) != 0 ||
+        (rc = read_set(f, hd, "", hd->params, err)) != 0 ||
+        (rc = read_set(f, hd, PREFIX_M, hd->m, err)) != 0 ||
+        (rc = read_set(f, hd, PREFIX_V, hd->v, err)) != 0 ||
+        (rc = check_v(f, hd, err)) != 0)
         goto cleanup;
     hd->step = step;
 cleanup:
     if (rc && allocated_here)
         clef_head_free(hd);
-    clef_st_close(&f);
     return rc;
 }
 

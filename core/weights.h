@@ -13,6 +13,10 @@
 // present with its exact shape. Errors name the file, tensor and rule.
 int clef_weights_load(const char *path, int default_heads, clef_head *hd,
                       clef_err *err);
+// The same, from a file whose SHA-256 must be sha256 (NULL: unchecked).
+int clef_weights_load_pinned(const char *path, const char *sha256,
+                             const char *field, int default_heads,
+                             clef_head *hd, clef_err *err);
 // Copies weights from an open file into an allocated head of matching config.
 int clef_weights_read_into(const clef_st_file *f, clef_head *hd, clef_err *err);
 // Saves the 122 tensors as F32 under their state-dict names, with metadata
@@ -26,6 +30,9 @@ int clef_weights_save(const char *path, const clef_head *hd,
 int clef_checkpoint_save(const char *path, const clef_head *hd,
                          const clef_st_meta *extra, int nextra, clef_err *err);
 int clef_checkpoint_load(const char *path, clef_head *hd, clef_err *err);
+// The same from a file already open (its metadata stays readable): a resumed
+// run reads the checkpoint once.
+int clef_checkpoint_read(const clef_st_file *f, clef_head *hd, clef_err *err);
 
 // 1 when the checkpoint at path holds exactly hd's step, head, params and
 // moments (bit for bit, no other tensors), else 0. Reads one tensor at a
