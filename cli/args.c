@@ -57,18 +57,22 @@ int cli_parse_int(const char *flag, const char *s, long lo, long hi, int *out,
     return rc;
 }
 
-int cli_parse_u64(const char *flag, const char *s, uint64_t *out,
-                  clef_err *err)
+int cli_parse_u64(const char *flag, const char *s, uint64_t max,
+                  uint64_t *out, clef_err *err)
 {
+    // digits only: strtoull itself would skip blanks and negate "-1"
+    for (const char *c = s; *c; c++)
+        if (*c < '0' || *c > '9')
+            return clef_err_input(err, NULL, NULL, flag,
+                                  "\"%s\" is not a non-negative decimal "
+                                  "integer", s);
     char *end = NULL;
     errno = 0;
-    if (!s[0] || s[0] == '-')
+    unsigned long long v = s[0] ? strtoull(s, &end, 10) : 0;
+    if (!s[0] || *end || errno || v > max)
         return clef_err_input(err, NULL, NULL, flag,
-                              "\"%s\" is not a non-negative integer", s);
-    unsigned long long v = strtoull(s, &end, 10);
-    if (*end || errno)
-        return clef_err_input(err, NULL, NULL, flag,
-                              "\"%s\" is not a non-negative integer", s);
+                              "\"%s\" is out of range [0, %llu]", s,
+                              (unsigned long long)max);
     *out = (uint64_t)v;
     return 0;
 }

@@ -28,8 +28,11 @@ int cli_parse_int(const char *flag, const char *s, long lo, long hi, int *out,
                   clef_err *err);
 int cli_parse_long(const char *flag, const char *s, long lo, long hi,
                    long *out, clef_err *err);
-int cli_parse_u64(const char *flag, const char *s, uint64_t *out,
-                  clef_err *err);
+// Decimal digits only, at most max.
+int cli_parse_u64(const char *flag, const char *s, uint64_t max,
+                  uint64_t *out, clef_err *err);
+// Seeds are stored as JSON integers (signed 64-bit): [0, 2^63 - 1].
+#define CLI_SEED_MAX ((uint64_t)INT64_MAX)
 int cli_parse_double(const char *flag, const char *s, double lo, double hi,
                      double *out, clef_err *err);
 // "B1,B2"

@@ -88,7 +88,7 @@ static int parse(int argc, char **argv, fx_opts *o, clef_err *err)
             continue;
         }
         if ((r = cli_flag(argc, argv, &i, "--seed", 1, &v, err))) {
-            if (r < 0 || cli_parse_u64("--seed", v, &o->seed, err))
+            if (r < 0 || cli_parse_u64("--seed", v, CLI_SEED_MAX, &o->seed, err))
                 return CLEF_ERR_INPUT;
             continue;
         }

@@ -30,17 +30,13 @@ typedef struct train_run {
     char **frozen; // SHA-256 of every frozen buffer, before training
     int nfrozen;
     json_t *history;
+    long *hist; // steps of this run's checkpoints, oldest first: those at or
+    int nhist;  // before the step it resumed from, then those it wrote
     char manifest_abs[PATH_MAX], run_abs[PATH_MAX];
     double t0, train_s;
 } train_run;
 
 // ------------------------------------------------------------ checking --
-
-static int same_dir(const char *a, const char *b)
-{
-    char ra[PATH_MAX], rb[PATH_MAX];
-    return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
-}
 
 // a and b name the same path, up to trailing slashes (for paths that do not
 // exist yet, like the run dir before it is created).
@@ -151,16 +147,10 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
                               "the checkpoint is at step %ld, past the %ld "
                               "steps of %d epochs", t->start_step,
                               t->total_steps, c->epochs);
-    // the run dir: absent or empty, or the folder of --resume
-    if (!cli_dir_absent_or_empty(c->run_dir)) {
-        char rdir[PATH_MAX];
-        if (c->resume)
-            dirname_of(c->resume, rdir, sizeof(rdir));
-        if (!c->resume || !same_dir(rdir, c->run_dir))
-            return clef_err_input(err, c->run_dir, NULL, "--run-dir",
-                                  "exists and is not empty (refused unless "
-                                  "--resume points into it)");
-    }
+    // the run dir: absent or empty, or the folder of --resume; writable
+    if ((rc = cli_run_dir_check(c->run_dir, c->resume, err)) ||
+        (rc = cli_outputs_not_inputs(c, &t->pkg, err)))
+        return rc;
     char jdir[PATH_MAX];
     if (c->json_out)
         dirname_of(c->json_out, jdir, sizeof(jdir));
@@ -322,9 +312,31 @@ static void ckpt_path(const train_run *t, long step, char *out, size_t n)
     snprintf(out, n, "%s/checkpoint-%ld.safetensors", t->c.run_dir, step);
 }
 
+// Nothing non-finite is ever written: params, m and v are checked first.
+static int check_finite_state(const train_run *t, clef_err *err)
+{
+    const float *sets[3] = {t->hd.params, t->hd.m, t->hd.v};
+    static const char *const what[3] = {"parameter", "AdamW m", "AdamW v"};
+    for (int i = 0; i < 3; i++) {
+        size_t at = 0;
+        int ti = clef_first_nonfinite(&t->hd, sets[i], &at);
+        if (ti >= 0)
+            return clef_err_set(err, CLEF_ERR_RUN,
+                                "non-finite %s %s[%zu] = %g after step %ld: "
+                                "nothing written", what[i],
+                                t->hd.tensors[ti].name, at,
+                                (double)sets[i][t->hd.tensors[ti].offset + at],
+                                t->hd.step);
+    }
+    return 0;
+}
+
 static int save_checkpoint(train_run *t, clef_err *err)
 {
     char path[PATH_MAX], epoch[32], pos[32];
+    int rc = check_finite_state(t, err);
+    if (rc)
+        return rc;
     long nb = t->plan.nbatches ? t->plan.nbatches : 1;
     snprintf(epoch, sizeof(epoch), "%ld", t->hd.step / nb);
     snprintf(pos, sizeof(pos), "%ld", t->hd.step % nb);
@@ -336,8 +348,15 @@ static int save_checkpoint(train_run *t, clef_err *err)
                             {"package_sha256", t->pkg.sha256},
                             {"train", train ? train : "{}"}};
     ckpt_path(t, t->hd.step, path, sizeof(path));
-    int rc = clef_checkpoint_save(path, &t->hd, meta, 4, err);
+    rc = clef_checkpoint_save(path, &t->hd, meta, 4, err);
     free(train);
+    if (!rc && (t->nhist == 0 || t->hist[t->nhist - 1] != t->hd.step)) {
+        long *h = realloc(t->hist, (size_t)(t->nhist + 1) * sizeof(long));
+        if (!h)
+            return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+        t->hist = h;
+        t->hist[t->nhist++] = t->hd.step;
+    }
     return rc;
 }
 
@@ -367,17 +386,36 @@ static int list_checkpoints(const train_run *t, long *steps, int cap)
     return n;
 }
 
-static void prune_checkpoints(const train_run *t)
+// The run's history at its start: the run dir's checkpoints at or before
+// the step it resumes from. Later ones belong to the future it abandoned:
+// neither listed nor pruned (the steps it reaches again are overwritten).
+static int history_init(train_run *t)
 {
     long steps[4096];
-    int n = list_checkpoints(t, steps, 4096);
-    if (t->c.keep == 0)
+    int n = list_checkpoints(t, steps, 4096), k = 0;
+    t->hist = malloc((size_t)(n + 1) * sizeof(long));
+    if (!t->hist)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (t->c.resume && steps[i] <= t->start_step)
+            t->hist[k++] = steps[i];
+    t->nhist = k;
+    return 0;
+}
+
+// Keeps the newest --keep-checkpoints of the run's own history.
+static void prune_checkpoints(train_run *t)
+{
+    if (t->c.keep == 0 || t->nhist <= t->c.keep)
         return;
-    for (int i = 0; i + t->c.keep < n; i++) {
+    int drop = t->nhist - t->c.keep;
+    for (int i = 0; i < drop; i++) {
         char path[PATH_MAX];
-        ckpt_path(t, steps[i], path, sizeof(path));
+        ckpt_path(t, t->hist[i], path, sizeof(path));
         unlink(path);
     }
+    memmove(t->hist, t->hist + drop, (size_t)t->c.keep * sizeof(long));
+    t->nhist = t->c.keep;
 }
 
 // The final checkpoint reads back as the same params, moments and step
@@ -476,6 +514,8 @@ static int train_loop(train_run *t, clef_err *err)
         if (t->hd.step != s + 1)
             t->hd.step = s + 1; // defensive: the step counter moves once
         long step = t->hd.step;
+        if (step == t->c.fault_step) // fault injection for the tests
+            t->hd.params[t->hd.nparams - 1] = NAN;
         progress_show(&pb, t, step, loss, 0);
         if (t->c.eval_every && step % t->c.eval_every == 0 &&
             step != t->total_steps) {
@@ -503,11 +543,9 @@ static int train_loop(train_run *t, clef_err *err)
 static json_t *artifacts_json(const train_run *t, const char *weights)
 {
     json_t *ck = json_array();
-    long steps[4096];
-    int n = list_checkpoints(t, steps, 4096);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < t->nhist; i++) {
         char path[64], full[PATH_MAX + 64];
-        snprintf(path, sizeof(path), "checkpoint-%ld.safetensors", steps[i]);
+        snprintf(path, sizeof(path), "checkpoint-%ld.safetensors", t->hist[i]);
         snprintf(full, sizeof(full), "%s/%s", t->run_abs, path);
         json_array_append_new(ck, json_string(full));
     }
@@ -523,10 +561,19 @@ static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
 {
     json_t *j = json_object();
     json_object_set_new(j, "status", json_string(fail ? "error" : "ok"));
-    if (fail)
+    if (fail) {
+        // what a rerun can --resume from: every checkpoint written is finite
+        char last[PATH_MAX + 64] = "";
+        if (t->nhist)
+            snprintf(last, sizeof(last), "%s/checkpoint-%ld.safetensors",
+                     t->run_abs, t->hist[t->nhist - 1]);
         json_object_set_new(j, "error",
-                            json_pack("{s:i, s:s}", "code", fail->code,
-                                      "message", fail->msg));
+                            json_pack("{s:i, s:s, s:o}", "code", fail->code,
+                                      "message", fail->msg,
+                                      "last_good_checkpoint",
+                                      last[0] ? json_string(last)
+                                              : json_null()));
+    }
     json_object_set_new(j, "completed_steps", json_integer(t->hd.step));
     json_object_set_new(j, "package",
                         json_pack("{s:s, s:s}", "manifest", t->manifest_abs,
@@ -673,6 +720,11 @@ int cli_train(int argc, char **argv)
         rc = clef_err_set(&err, CLEF_ERR_RUN, "%s: cannot create: %s",
                           t->c.run_dir, strerror(errno));
     if (!rc) {
+        cli_remove_stale_temps(t->c.run_dir); // of interrupted writes
+        if (history_init(t))
+            rc = clef_err_set(&err, CLEF_ERR_RUN, "out of memory");
+    }
+    if (!rc) {
         if (!realpath(t->c.run_dir, t->run_abs))
             snprintf(t->run_abs, sizeof(t->run_abs), "%s", t->c.run_dir);
         rc = run(t, &err);
@@ -682,6 +734,7 @@ int cli_train(int argc, char **argv)
     else
         print_summary(t);
     json_decref(t->history);
+    free(t->hist);
     free_hashes(t->frozen, t->nfrozen);
     cli_eval_free(&t->before);
     cli_eval_free(&t->after);

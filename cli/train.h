@@ -11,6 +11,7 @@ typedef struct train_cfg {
     const char *backend;
     int epochs, batch, keep, threads, quiet, bucketed, decay_all;
     long checkpoint_every, eval_every;
+    long fault_step; // CLEF_FAULT_NAN_STEP: a NaN parameter after this update
     double lr, b1, b2, eps, wd, max_grad_norm, smoothing, brier, ordinal;
     uint64_t seed;
 } train_cfg;
@@ -25,6 +26,19 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
 // A resumed run must keep the checkpoint's update settings.
 int cli_train_check_resume(const train_cfg *c, const char *ckpt,
                            const char *train_json, clef_err *err);
+
+// ---- the run dir (cli/run_dir.c) ----
+// Before anything is written: run_dir is absent (and creatable), empty but
+// for stale temporaries, or the folder of --resume; a directory, writable,
+// not a dangling link. 0 or CLEF_ERR_INPUT.
+int cli_run_dir_check(const char *run_dir, const char *resume, clef_err *err);
+// Removes the temporaries ("<output>.tmp.<pid>") that writers no longer
+// running left in dir. Returns how many.
+int cli_remove_stale_temps(const char *dir);
+// No output (--json-out, the run dir's result.json and weights) is, or links
+// to, an input (the package's files, --init, --resume). 0 or CLEF_ERR_INPUT.
+int cli_outputs_not_inputs(const train_cfg *c, const clef_package *pkg,
+                           clef_err *err);
 
 // ---- batch plan (cli/train_plan.c) ----
 typedef struct train_plan {

@@ -1,5 +1,7 @@
 // clef train: flags, defaults and the settings JSON stored in checkpoints.
+#include <float.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "train.h"
@@ -103,7 +105,8 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
         NUM("--brier", cli_parse_double("--brier", v, 0, 1e6, &c->brier, err))
         NUM("--ordinal",
             cli_parse_double("--ordinal", v, 0, 1e6, &c->ordinal, err))
-        NUM("--seed", cli_parse_u64("--seed", v, &c->seed, err))
+        NUM("--seed", cli_parse_u64("--seed", v, CLI_SEED_MAX, &c->seed,
+                                      err))
         NUM("--checkpoint-every", cli_parse_long("--checkpoint-every", v, 0,
                                                  big, &c->checkpoint_every,
                                                  err))
@@ -143,6 +146,24 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
     if (c->pin && !clef_sha256_is_hex(c->pin))
         return clef_err_input(err, NULL, NULL, "--package-sha256",
                               "must be 64 hexadecimal digits");
+    // AdamW runs in float: ε must stay a positive normal float (ε = 0 makes
+    // 0/0 for a parameter with no gradient yet) and each β below 1 (β = 1
+    // zeroes the bias correction 1 − βᵗ it divides by).
+    if (!((float)c->eps >= FLT_MIN))
+        return clef_err_input(err, NULL, NULL, "--eps",
+                              "%g must be positive and at least %g (the "
+                              "smallest normal float)", c->eps,
+                              (double)FLT_MIN);
+    if (!((float)c->b1 < 1.0f) || !((float)c->b2 < 1.0f))
+        return clef_err_input(err, NULL, NULL, "--betas",
+                              "%.9g,%.9g: each must round to a float below 1",
+                              c->b1, c->b2);
+    // Fault injection (tests only): the update of step N leaves a NaN in
+    // the last parameter, to check that nothing non-finite is ever written.
+    const char *fault = getenv("CLEF_FAULT_NAN_STEP");
+    if (fault && cli_parse_long("CLEF_FAULT_NAN_STEP", fault, 1, big,
+                                &c->fault_step, err))
+        return CLEF_ERR_INPUT;
     if (c->init && c->resume)
         return clef_err_input(err, NULL, NULL, "--init",
                               "cannot be combined with --resume (the "

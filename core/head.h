@@ -225,6 +225,10 @@ double clef_update_flops(const clef_config *c, const clef_record *const *recs,
 double clef_forward_flops(const clef_config *c, const clef_record *r);
 // Global gradient L2 norm (double accumulation, fixed order).
 double clef_grad_norm(const clef_head *hd);
+// The tensor of the first non-finite value (NaN, ±Inf) in x, a (nparams)
+// array in the head's layout (params, m or v), and its index within that
+// tensor; -1 when every value is finite.
+int clef_first_nonfinite(const clef_head *hd, const float *x, size_t *at);
 // AdamW over every tensor with the current grads (step += 1 first).
 void clef_adamw_step(const clef_kernels *k, clef_head *hd,
                      const clef_train_opts *o);

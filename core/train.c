@@ -6,6 +6,7 @@
 #include "par.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 void clef_train_opts_default(clef_train_opts *o)
@@ -123,6 +124,47 @@ double clef_grad_norm(const clef_head *hd)
     for (size_t ci = 0; ci < nc; ci++)
         s += part[ci];
     return sqrt(s);
+}
+
+// Exponent bits all ones: NaN or ±Inf (bit test: no FP compare to trap on).
+static int chunk_nonfinite(const float *x, size_t i0, size_t i1)
+{
+    unsigned bad = 0;
+    for (size_t i = i0; i < i1; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof(u));
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
+    }
+    return (int)bad;
+}
+
+int clef_first_nonfinite(const clef_head *hd, const float *x, size_t *at)
+{
+    const size_t n = hd->nparams, nchunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
+    unsigned char bad[NORM_MAX_CHUNKS];
+    const size_t chunk = nchunks > NORM_MAX_CHUNKS
+                             ? (n + NORM_MAX_CHUNKS - 1) / NORM_MAX_CHUNKS
+                             : NORM_CHUNK;
+    const size_t nc = (n + chunk - 1) / chunk;
+    CLEF_PAR_FOR(nc > 2, size_t, ci, nc,
+        const size_t i0 = ci * chunk, i1 = n - i0 < chunk ? n : i0 + chunk;
+        bad[ci] = (unsigned char)chunk_nonfinite(x, i0, i1);
+    );
+    for (size_t ci = 0; ci < nc; ci++) {
+        if (!bad[ci])
+            continue;
+        size_t i = ci * chunk;
+        while (!chunk_nonfinite(x, i, i + 1))
+            i++;
+        for (int t = 0; t < hd->ntensors; t++) {
+            const clef_tensor_info *ti = &hd->tensors[t];
+            if (i >= ti->offset && i < ti->offset + ti->numel) {
+                *at = i - ti->offset;
+                return t;
+            }
+        }
+    }
+    return -1;
 }
 
 // The AdamW arguments of step t (decay set per run of tensors).
