@@ -39,7 +39,10 @@ const char *cli_train_help =
     "settings; --epochs is then the total, so N steps plus a resumed run to\n"
     "2N steps equal 2N uninterrupted steps bit for bit. Checkpoints: every\n"
     "--checkpoint-every steps (0: only at the end) and at the end, keeping\n"
-    "the newest --keep-checkpoints (0: keep all).\n"
+    "the newest --keep-checkpoints of this run's own history (0: keep\n"
+    "all).\n"
+    "Checkpoints are written only when every parameter and moment is\n"
+    "finite; a stopped run names its last good checkpoint in result.json.\n"
     "Exit codes: 0 ok, 1 failure while running (for example a non-finite\n"
     "loss; result.json then has status \"error\"), 2 bad usage or input\n"
     "(nothing written).\n";
