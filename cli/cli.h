@@ -85,6 +85,8 @@ int cli_mkdirs(const char *path);
 int cli_write_json(const char *path, json_t *v, size_t flags, clef_err *err);
 // 1 if the parent folder of path exists and is writable.
 int cli_parent_writable(const char *path);
+// The folder of path ("." without a slash), trailing slashes ignored.
+void cli_dirname(const char *path, char *out, size_t n);
 double cli_now(void); // monotonic seconds
 
 #endif

@@ -97,6 +97,21 @@ done:
     return rc;
 }
 
+void cli_dirname(const char *path, char *out, size_t n)
+{
+    snprintf(out, n, "%s", path);
+    size_t len = strlen(out);
+    while (len > 1 && out[len - 1] == '/')
+        out[--len] = '\0';
+    char *s = strrchr(out, '/');
+    if (!s)
+        snprintf(out, n, ".");
+    else if (s == out)
+        s[1] = '\0';
+    else
+        *s = '\0';
+}
+
 double cli_now(void)
 {
     struct timespec ts;

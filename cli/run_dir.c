@@ -89,21 +89,6 @@ int cli_remove_stale_temps(const char *dir)
     return n;
 }
 
-static void parent_of(const char *path, char *out, size_t n)
-{
-    snprintf(out, n, "%s", path);
-    size_t len = strlen(out);
-    while (len > 1 && out[len - 1] == '/')
-        out[--len] = '\0';
-    char *s = strrchr(out, '/');
-    if (!s)
-        snprintf(out, n, ".");
-    else if (s == out)
-        s[1] = '\0';
-    else
-        *s = '\0';
-}
-
 // The nearest folder above an absent path must exist and be writable: the
 // run dir is created there.
 static int creatable(const char *path, clef_err *err)
@@ -112,7 +97,7 @@ static int creatable(const char *path, clef_err *err)
     snprintf(p, sizeof(p), "%s", path);
     for (int depth = 0; depth < 256; depth++) {
         char up[PATH_MAX];
-        parent_of(p, up, sizeof(up));
+        cli_dirname(p, up, sizeof(up));
         struct stat st;
         if (stat(up, &st) == 0) {
             if (!S_ISDIR(st.st_mode))
@@ -156,7 +141,7 @@ int cli_run_dir_check(const char *run_dir, const char *resume, clef_err *err)
         return 0;
     char rdir[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
     if (resume) {
-        parent_of(resume, rdir, sizeof(rdir));
+        cli_dirname(resume, rdir, sizeof(rdir));
         if (realpath(rdir, a) && realpath(run_dir, b) && !strcmp(a, b))
             return 0;
     }

@@ -50,18 +50,6 @@ static int same_path_text(const char *a, const char *b)
     return na == nb && !strncmp(a, b, na);
 }
 
-static void dirname_of(const char *path, char *out, size_t n)
-{
-    snprintf(out, n, "%s", path);
-    char *s = strrchr(out, '/');
-    if (!s)
-        snprintf(out, n, ".");
-    else if (s == out)
-        s[1] = '\0';
-    else
-        *s = '\0';
-}
-
 // Initial head: --resume checkpoint, --init, the package's initial_weights,
 // or a fresh draw from --seed.
 static int load_head(train_run *t, clef_err *err)
@@ -153,7 +141,7 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
         return rc;
     char jdir[PATH_MAX];
     if (c->json_out)
-        dirname_of(c->json_out, jdir, sizeof(jdir));
+        cli_dirname(c->json_out, jdir, sizeof(jdir));
     if (c->json_out && !cli_parent_writable(c->json_out) &&
         !same_path_text(jdir, c->run_dir))
         return clef_err_input(err, c->json_out, NULL, "--json-out",

@@ -104,14 +104,21 @@ double clef_batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
 #define NORM_CHUNK ((size_t)1 << 16)
 #define NORM_MAX_CHUNKS 4096
 
+// Chunk length for n parameters: NORM_CHUNK, growing beyond
+// NORM_MAX_CHUNKS · 2^16 (2^28) parameters so that there are at most
+// NORM_MAX_CHUNKS chunks.
+static size_t norm_chunk(size_t n)
+{
+    const size_t nchunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
+    return nchunks > NORM_MAX_CHUNKS
+               ? (n + NORM_MAX_CHUNKS - 1) / NORM_MAX_CHUNKS
+               : NORM_CHUNK;
+}
+
 double clef_grad_norm(const clef_head *hd)
 {
-    const size_t n = hd->nparams, nchunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
+    const size_t n = hd->nparams, chunk = norm_chunk(n);
     double part[NORM_MAX_CHUNKS];
-    // beyond NORM_MAX_CHUNKS · 2^16 (2^28) parameters: chunks grow instead
-    const size_t chunk = nchunks > NORM_MAX_CHUNKS
-                             ? (n + NORM_MAX_CHUNKS - 1) / NORM_MAX_CHUNKS
-                             : NORM_CHUNK;
     const size_t nc = (n + chunk - 1) / chunk;
     CLEF_PAR_FOR(nc > 2, size_t, ci, nc,
         const size_t i0 = ci * chunk, i1 = n - i0 < chunk ? n : i0 + chunk;
@@ -140,11 +147,8 @@ static int chunk_nonfinite(const float *x, size_t i0, size_t i1)
 
 int clef_first_nonfinite(const clef_head *hd, const float *x, size_t *at)
 {
-    const size_t n = hd->nparams, nchunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
+    const size_t n = hd->nparams, chunk = norm_chunk(n);
     unsigned char bad[NORM_MAX_CHUNKS];
-    const size_t chunk = nchunks > NORM_MAX_CHUNKS
-                             ? (n + NORM_MAX_CHUNKS - 1) / NORM_MAX_CHUNKS
-                             : NORM_CHUNK;
     const size_t nc = (n + chunk - 1) / chunk;
     CLEF_PAR_FOR(nc > 2, size_t, ci, nc,
         const size_t i0 = ci * chunk, i1 = n - i0 < chunk ? n : i0 + chunk;

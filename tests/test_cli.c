@@ -34,20 +34,6 @@ static char *file_in(const char *dir, const char *name)
     return p;
 }
 
-// The stderr of the last tp_clef run in dir (a static buffer).
-static const char *err_of(const char *dir)
-{
-    static char buf[8192];
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/err", dir);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
 static json_t *load_json(const char *path)
 {
     json_error_t je;
@@ -122,7 +108,7 @@ Test(cli, golden_one_step, .timeout = 60)
                      "0.25 --eps 1e-8 --decay-scope all --epochs 1 --quiet "
                      "--json-out %s/result.json",
                      GOLDEN_DIR, run, GOLDEN_DIR, dir);
-    cr_assert_eq(rc, 0, "%s", err_of(dir));
+    cr_assert_eq(rc, 0, "%s", tp_err(dir));
     json_t *res = load_json(file_in(dir, "result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(res, "status")), "ok");
     cr_expect_eq(json_integer_value(json_object_get(res, "completed_steps")),
@@ -280,7 +266,7 @@ Test(cli, fixture_validate_inspect)
     cr_expect_eq(tp_clef(dir, "fixture --out %s", pkg), 2);
     // inspect refuses what is not safetensors
     cr_expect_eq(tp_clef(dir, "inspect %s/package.json", pkg), 2);
-    cr_expect(strstr(err_of(dir), "package.json"), "%s", err_of(dir));
+    cr_expect(strstr(tp_err(dir), "package.json"), "%s", tp_err(dir));
     json_decref(m);
     tp_rmdir(dir);
 }
@@ -290,7 +276,7 @@ static json_t *train_ok(const char *dir, const char *args)
     int rc = tp_clef(dir, "train --quiet %s --json-out %s/res.json", args,
                      dir);
     cr_assert_eq(rc, 0, "clef train %s: %s", args,
-                 err_of(dir));
+                 tp_err(dir));
     json_t *r = load_json(file_in(dir, "res.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
     return r;
@@ -306,7 +292,7 @@ Test(cli, mixed_geometry_trains, .timeout = 60)
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(tp_write_mixed_package(pkg), 0);
     cr_assert_eq(tp_clef(dir, "validate --package %s/package.json", pkg), 0,
-                 "%s", err_of(dir));
+                 "%s", tp_err(dir));
     // 4 train records, batch 3: 2 updates per epoch, 2 epochs
     char args[4200];
     snprintf(args, sizeof(args), "--package %s/package.json --run-dir %s/seq "
@@ -398,7 +384,7 @@ Test(cli, resume_equality, .timeout = 120)
              "--epochs 6 --resume %s/split/checkpoint-12.safetensors "
              "--batching bucketed --batch 2 --seed 8", mixed, sub, sub);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
-    const char *err = err_of(dir);
+    const char *err = tp_err(dir);
     cr_expect(strstr(err, "seed"), "%s", err);
     snprintf(args, sizeof(args), "%s/split/checkpoint-14.safetensors", sub);
     cr_expect(!tp_exists(args));
@@ -409,7 +395,7 @@ Test(cli, resume_equality, .timeout = 120)
              "--run-dir %s/other-run --epochs 4 --batch 2 --max-grad-norm 0.5 "
              "--resume %s/s1/split/checkpoint-8.safetensors", dir, dir, dir);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
-    cr_expect(strstr(err_of(dir), "package_sha256"), "%s", err_of(dir));
+    cr_expect(strstr(tp_err(dir), "package_sha256"), "%s", tp_err(dir));
     cr_expect(!tp_exists(file_in(dir, "other-run")));
     tp_rmdir(dir);
 }
@@ -506,7 +492,7 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
     // --json-out may name a file inside the run dir it creates
     cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/r2 --json-out %s/r2/out.json",
-                         pkg, dir, dir), 0, "%s", err_of(dir));
+                         pkg, dir, dir), 0, "%s", tp_err(dir));
     cr_expect(tp_exists(file_in(dir, "r2/out.json")));
     cr_expect_eq(json_integer_value(json_object_get(r, "completed_steps")), 6);
     json_t *ck = json_object_get(json_object_get(r, "artifacts"),
@@ -533,7 +519,7 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
              "%s/run --json-out %s/again.json", pkg, dir, dir);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
     cr_expect(!tp_exists(file_in(dir, "again.json")));
-    const char *err = err_of(dir);
+    const char *err = tp_err(dir);
     cr_expect(strstr(err, "--run-dir") && strstr(err, "not empty"), "%s", err);
     // bad flag values: exit 2 before anything exists
     const char *bad[] = {"--epochs -1", "--batch 0", "--lr nan",
@@ -604,7 +590,7 @@ Test(cli, broken_catalogue, .timeout = 120)
         char jo[1100];
         snprintf(jo, sizeof(jo), "%s/r-%02d.json", dir, c);
         cr_expect(!tp_exists(jo), "%s: --json-out was written", bc->name);
-        const char *err = err_of(dir);
+        const char *err = tp_err(dir);
         for (int k = 0; k < 4 && bc->expect[k]; k++)
             cr_expect(strstr(err, bc->expect[k]) != NULL,
                       "%s: stderr \"%s\" lacks \"%s\"", bc->name, err,
@@ -635,8 +621,8 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
             int rc = tp_clef(dir, "train --package %s/package.json --run-dir "
                                   "%s --epochs 2 --batch 2 --backend %s "
                                   "--threads %d", pkg, run, backends[b], th);
-            cr_assert_eq(rc, 0, "%s", err_of(dir));
-            cr_expect_str_eq(err_of(dir), "", "stderr is not a terminal: no "
+            cr_assert_eq(rc, 0, "%s", tp_err(dir));
+            cr_expect_str_eq(tp_err(dir), "", "stderr is not a terminal: no "
                                               "progress bar");
             snprintf(w[th - 1], sizeof(w[0]), "%s/weights.safetensors", run);
         }
@@ -647,9 +633,9 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
         int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s "
                               "--epochs 2 --batch 2 --backend %s --threads %d",
                          pkg, run, backends[b], over);
-        cr_assert_eq(rc, 0, "%s", err_of(dir));
-        cr_expect(strstr(err_of(dir), "oversubscribed") != NULL,
-                  "--threads %d: no warning in \"%s\"", over, err_of(dir));
+        cr_assert_eq(rc, 0, "%s", tp_err(dir));
+        cr_expect(strstr(tp_err(dir), "oversubscribed") != NULL,
+                  "--threads %d: no warning in \"%s\"", over, tp_err(dir));
         snprintf(wo, sizeof(wo), "%s/weights.safetensors", run);
         cr_expect(same_file(w[0], wo), "%s: --threads 1 and %d differ",
                   backends[b], over);
@@ -696,11 +682,11 @@ Test(cli, memory_attention_setting_is_checked, .timeout = 60)
     int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s", pkg, run);
     unsetenv("CLEF_MEMORY_ATTENTION");
     cr_expect_eq(rc, 2);
-    cr_expect(strstr(err_of(dir), "CLEF_MEMORY_ATTENTION") != NULL, "%s", err_of(dir));
+    cr_expect(strstr(tp_err(dir), "CLEF_MEMORY_ATTENTION") != NULL, "%s", tp_err(dir));
     cr_expect(!tp_exists(run), "the run dir was created");
     setenv("CLEF_MEMORY_ATTENTION", "project", 1);
     rc = tp_clef(dir, "train --package %s/package.json --run-dir %s --quiet", pkg, run);
     unsetenv("CLEF_MEMORY_ATTENTION");
-    cr_expect_eq(rc, 0, "%s", err_of(dir));
+    cr_expect_eq(rc, 0, "%s", tp_err(dir));
     tp_rmdir(dir);
 }

@@ -16,19 +16,6 @@
 
 #include "util_package.h"
 
-static const char *err_of(const char *dir)
-{
-    static char buf[8192];
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/err", dir);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
 static char *path_of(const char *dir, const char *name)
 {
     static char pool[64][1100];
@@ -41,7 +28,7 @@ static char *path_of(const char *dir, const char *name)
 static char *fixture_in(const char *dir)
 {
     char *pkg = path_of(dir, "pkg");
-    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0, "%s", err_of(dir));
+    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0, "%s", tp_err(dir));
     return pkg;
 }
 
@@ -62,8 +49,8 @@ static void expect_refused(const char *dir, const char *args,
 {
     int rc = clef_bounded(dir, args);
     cr_expect_eq(rc, 2, "%s: exit %d (124: it hung)", args, rc);
-    cr_expect(strstr(err_of(dir), what), "%s: stderr \"%s\" lacks \"%s\"",
-              args, err_of(dir), what);
+    cr_expect(strstr(tp_err(dir), what), "%s: stderr \"%s\" lacks \"%s\"",
+              args, tp_err(dir), what);
 }
 
 // A FIFO blocked the open forever; /dev/zero grew memory without bound.
@@ -116,16 +103,16 @@ Test(input_files, symlinks_must_stay_inside_the_package, .timeout = 60)
     char args[3000];
     snprintf(args, sizeof(args), "validate --package %s/package.json", pkg);
     expect_refused(dir, args, "outside the package folder");
-    cr_expect(strstr(err_of(dir), "shards[0].file"), "%s", err_of(dir));
+    cr_expect(strstr(tp_err(dir), "shards[0].file"), "%s", tp_err(dir));
     // inside: a link to another name in the folder (relative and absolute)
     cr_assert_eq(unlink(shard), 0);
     char *inside = path_of(pkg, "real.safetensors");
     cr_assert_eq(rename(outside, inside), 0);
     cr_assert_eq(symlink("real.safetensors", shard), 0);
-    cr_expect_eq(clef_bounded(dir, args), 0, "%s", err_of(dir));
+    cr_expect_eq(clef_bounded(dir, args), 0, "%s", tp_err(dir));
     cr_assert_eq(unlink(shard), 0);
     cr_assert_eq(symlink(inside, shard), 0);
-    cr_expect_eq(clef_bounded(dir, args), 0, "%s", err_of(dir));
+    cr_expect_eq(clef_bounded(dir, args), 0, "%s", tp_err(dir));
     // /dev/zero behind a link
     cr_assert_eq(unlink(shard), 0);
     cr_assert_eq(symlink("/dev/zero", shard), 0);
@@ -152,7 +139,7 @@ Test(input_files, each_package_file_is_opened_once, .timeout = 60)
     }
     char args[3000];
     snprintf(args, sizeof(args), "validate --package %s/package.json", pkg);
-    cr_assert_eq(clef_bounded(dir, args), 0, "%s", err_of(dir));
+    cr_assert_eq(clef_bounded(dir, args), 0, "%s", tp_err(dir));
     int opens[4] = {0, 0, 0, 0};
     char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
     ssize_t n;
@@ -211,7 +198,7 @@ Test(input_files, impossible_head_sizes_exit_2, .timeout = 60)
         snprintf(args, sizeof(args), "score --weights %s --package "
                  "%s/package.json", w, pkg);
         expect_refused(dir, args, "head");
-        cr_expect(strstr(err_of(dir), "w.safetensors"), "%s", err_of(dir));
+        cr_expect(strstr(tp_err(dir), "w.safetensors"), "%s", tp_err(dir));
         snprintf(args, sizeof(args), "train --package %s/package.json "
                  "--run-dir %s/run --init %s", pkg, dir, w);
         expect_refused(dir, args, "head");

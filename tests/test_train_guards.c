@@ -17,19 +17,6 @@
 #include "weights.h"
 #include "util_package.h"
 
-static const char *err_of(const char *dir)
-{
-    static char buf[8192];
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/err", dir);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
 static json_t *load_json(const char *path)
 {
     json_error_t je;
@@ -51,7 +38,7 @@ static char *path_of(const char *dir, const char *name)
 static char *fixture_in(const char *dir)
 {
     char *pkg = path_of(dir, "pkg");
-    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0, "%s", err_of(dir));
+    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0, "%s", tp_err(dir));
     return pkg;
 }
 
@@ -79,8 +66,8 @@ Test(train_guards, eps_and_betas_that_divide_by_zero_exit_2, .timeout = 60)
                               "--run-dir %s/run --checkpoint-every 1 %s",
                          pkg, dir, bad[i]);
         cr_expect_eq(rc, 2, "%s: exit %d", bad[i], rc);
-        cr_expect(strstr(err_of(dir), bad[i][2] == 'e' ? "--eps" : "--betas"),
-                  "%s: %s", bad[i], err_of(dir));
+        cr_expect(strstr(tp_err(dir), bad[i][2] == 'e' ? "--eps" : "--betas"),
+                  "%s: %s", bad[i], tp_err(dir));
         cr_expect(!tp_exists(path_of(dir, "run")), "%s wrote the run dir",
                   bad[i]);
     }
@@ -100,7 +87,7 @@ Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
                               "--run-dir %s/run --seed %s",
                          pkg, dir, bad[i]);
         cr_expect_eq(rc, 2, "--seed %s: exit %d", bad[i], rc);
-        cr_expect(strstr(err_of(dir), "--seed"), "%s", err_of(dir));
+        cr_expect(strstr(tp_err(dir), "--seed"), "%s", tp_err(dir));
         cr_expect(!tp_exists(path_of(dir, "run")));
         rc = tp_clef(dir, "fixture --out %s/f --seed %s", dir, bad[i]);
         cr_expect_eq(rc, 2, "fixture --seed %s: exit %d", bad[i], rc);
@@ -108,7 +95,7 @@ Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
     // the largest seed is kept exactly in result.json and the checkpoint
     cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --seed 9223372036854775807",
-                         pkg, dir), 0, "%s", err_of(dir));
+                         pkg, dir), 0, "%s", tp_err(dir));
     json_t *r = load_json(path_of(dir, "run/result.json"));
     json_t *seed = json_object_get(json_object_get(r, "train"), "seed");
     cr_expect(json_is_integer(seed));
@@ -128,7 +115,7 @@ Test(train_guards, non_finite_state_is_never_written, .timeout = 60)
                           "%s/run --epochs 4 --checkpoint-every 1 "
                           "--keep-checkpoints 0",
                      pkg, dir);
-    cr_assert_eq(rc, 0, "%s", err_of(dir));
+    cr_assert_eq(rc, 0, "%s", tp_err(dir));
     rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
                       "%s/bad --epochs 4 --checkpoint-every 1 "
                       "--keep-checkpoints 0 --json-out %s/bad.json",
@@ -141,8 +128,8 @@ Test(train_guards, non_finite_state_is_never_written, .timeout = 60)
              CLEF_BIN_DIR, pkg, dir, dir, dir);
     int st = system(cmd);
     cr_assert(WIFEXITED(st));
-    cr_expect_eq(WEXITSTATUS(st), 1, "%s", err_of(dir));
-    cr_expect(strstr(err_of(dir), "non-finite parameter"), "%s", err_of(dir));
+    cr_expect_eq(WEXITSTATUS(st), 1, "%s", tp_err(dir));
+    cr_expect(strstr(tp_err(dir), "non-finite parameter"), "%s", tp_err(dir));
     cr_expect(tp_exists(path_of(dir, "nan/checkpoint-1.safetensors")));
     cr_expect(tp_exists(path_of(dir, "nan/checkpoint-2.safetensors")));
     cr_expect(!tp_exists(path_of(dir, "nan/checkpoint-3.safetensors")),
@@ -170,7 +157,7 @@ Test(train_guards, resume_prunes_by_its_own_history, .timeout = 90)
     cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --epochs 3 "
                               "--checkpoint-every 1 --keep-checkpoints 0",
-                         pkg, dir), 0, "%s", err_of(dir));
+                         pkg, dir), 0, "%s", tp_err(dir));
     cr_assert(tp_exists(path_of(dir, "run/checkpoint-6.safetensors")));
     // 2 steps an epoch: resume from step 2 to 4, keeping one checkpoint
     int rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
@@ -178,7 +165,7 @@ Test(train_guards, resume_prunes_by_its_own_history, .timeout = 90)
                           "--keep-checkpoints 1 --resume "
                           "%s/run/checkpoint-2.safetensors",
                      pkg, dir, dir);
-    cr_assert_eq(rc, 0, "resume: exit %d: %s", rc, err_of(dir));
+    cr_assert_eq(rc, 0, "resume: exit %d: %s", rc, tp_err(dir));
     json_t *r = load_json(path_of(dir, "run/result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
     json_t *checks = json_object_get(r, "checks");
@@ -206,7 +193,7 @@ Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
     char *pkg = fixture_in(dir);
     cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --epochs 1",
-                         pkg, dir), 0, "%s", err_of(dir));
+                         pkg, dir), 0, "%s", tp_err(dir));
     // pid 2^22 + 1 exceeds Linux's pid_max limit: never a live process
     const char *stale[] = {"checkpoint-7.safetensors.tmp.4194305",
                            "weights.safetensors.tmp.4194305",
@@ -224,7 +211,7 @@ Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
     cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --epochs 2 --resume "
                               "%s/run/checkpoint-2.safetensors",
-                         pkg, dir, dir), 0, "%s", err_of(dir));
+                         pkg, dir, dir), 0, "%s", tp_err(dir));
     for (int i = 0; i < 3; i++) {
         snprintf(p, sizeof(p), "%s/run/%s", dir, stale[i]);
         cr_expect(!tp_exists(p), "%s left", stale[i]);
@@ -238,7 +225,7 @@ Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
     cr_assert_eq(tp_write(p, "x", 1), 0);
     cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run2",
-                         pkg, dir), 0, "%s", err_of(dir));
+                         pkg, dir), 0, "%s", tp_err(dir));
     cr_expect(!tp_exists(p));
     // a live writer's temporary is not stale: the dir is not empty
     snprintf(p, sizeof(p), "%s/run3", dir);
@@ -269,8 +256,8 @@ Test(train_guards, unusable_run_dir_exits_2_before_training, .timeout = 60)
         int rc = tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/%s --json-out %s/r.json",
                          pkg, dir, runs[i], dir);
-        cr_expect_eq(rc, 2, "%s: exit %d: %s", runs[i], rc, err_of(dir));
-        cr_expect(strstr(err_of(dir), "--run-dir"), "%s", err_of(dir));
+        cr_expect_eq(rc, 2, "%s: exit %d: %s", runs[i], rc, tp_err(dir));
+        cr_expect(strstr(tp_err(dir), "--run-dir"), "%s", tp_err(dir));
         cr_expect(!tp_exists(path_of(dir, "r.json")), "%s", runs[i]);
     }
     // read-only: as root, run clef as nobody (root writes anywhere)
@@ -315,7 +302,7 @@ Test(train_guards, outputs_that_are_inputs_exit_2, .timeout = 60)
                               "--run-dir %s/run --json-out %s/%s",
                          pkg, dir, pkg, outs[i]);
         cr_expect_eq(rc, 2, "--json-out %s: exit %d", outs[i], rc);
-        cr_expect(strstr(err_of(dir), "--json-out"), "%s", err_of(dir));
+        cr_expect(strstr(tp_err(dir), "--json-out"), "%s", tp_err(dir));
         cr_expect(!tp_exists(path_of(dir, "run")));
     }
     // a link to the manifest, and --json-out naming the --init weights

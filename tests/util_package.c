@@ -47,6 +47,19 @@ int tp_clef(const char *dir, const char *fmt, ...)
     return WEXITSTATUS(st);
 }
 
+const char *tp_err(const char *dir)
+{
+    static char buf[8192];
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/err", dir);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
 char *tp_slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");

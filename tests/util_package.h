@@ -18,6 +18,8 @@ void tp_rmdir(char *dir);
 // Returns the exit code, or -1.
 int tp_clef(const char *dir, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+// The stderr of the last tp_clef run in dir (a static buffer, for messages).
+const char *tp_err(const char *dir);
 // Whole file, NUL-terminated (size without the NUL in *n if n). NULL on error.
 char *tp_slurp(const char *path, size_t *n);
 int tp_write(const char *path, const void *bytes, size_t n);
