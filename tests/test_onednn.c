@@ -3,8 +3,8 @@
 // summation order is exact and the comparison is bitwise), LayerNorm, GELU
 // and softmax forward and backward within FLT_EPSILON-unit tolerances; the
 // table (native kernels, fall-throughs), the primitive cache, and threads
-// (oneDNN follows clef's setting, never nests a team in a parallel region,
-// results do not depend on the count).
+// (clef's setting is followed, no team is nested in a parallel region,
+// results do not depend on the count, any layout, in a region or not).
 //
 // Tolerances, in FLT_EPSILON, |got − want| ≤ tol · max(|want|, 1) as in
 // clef-bench's table: elementwise GELU 16 (a few ulp of erf/exp amplified by
@@ -13,6 +13,7 @@
 #include <float.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,31 @@ Test(onednn, gemm_remainder_shapes_exact_vs_scalar)
     // K = 0: an empty sum (overwrite: zeros; accumulate: unchanged)
     gemm_case(k, NT, 5, 3, 0, 0, &rng);
     gemm_case(k, NN, 5, 3, 0, 1, &rng);
+}
+
+// GEMMs large enough to run in blocks of C (backends/onednn/gemm.c): split
+// along N and along M, blocks of 64 with a shorter last one, blocks of 16
+// for a short dimension, on two threads and inside a parallel region.
+Test(onednn, gemm_blocked_shapes_exact_vs_scalar)
+{
+    const clef_kernels *k = onednn();
+    static const int shapes[][3] = {{40, 300, 200}, {300, 40, 200},
+                                    {33, 520, 257}, {20, 100, 3000},
+                                    {129, 130, 600}};
+    const int before = omp_get_max_threads();
+    uint64_t rng = 611;
+    omp_set_num_threads(2);
+    for (int lay = NT; lay <= TN; lay++)
+        for (int s = 0; s < 5; s++)
+            for (int acc = 0; acc < 2; acc++)
+                gemm_case(k, (layout)lay, shapes[s][0], shapes[s][1],
+                          shapes[s][2], acc, &rng);
+#pragma omp parallel num_threads(2)
+    {
+        uint64_t r = 612 + (uint64_t)omp_get_thread_num();
+        gemm_case(k, NN, 33, 520, 257, 1, &r);
+    }
+    omp_set_num_threads(before);
 }
 
 // ---- LayerNorm ----
@@ -282,7 +308,7 @@ static int build_counting(clef_onednn_prim *p)
                                        dnnl_eltwise_relu, &p->md[0], 0.0f,
                                        0.0f))
         return -1;
-    return clef_onednn_create(&p->prim, &d, NULL, NULL);
+    return clef_onednn_create(p, &d, NULL, NULL);
 }
 
 Test(onednn, cache_returns_the_same_primitive_for_the_same_key)
@@ -350,6 +376,35 @@ Test(onednn, cache_evicts_least_recently_used_when_full)
     cr_expect_eq(g_builds, before);
 }
 
+// ---- per-thread state ----
+static void *gemm_thread(void *arg)
+{
+    const clef_kernels *k = arg;
+    float A[64 * 64], B[64 * 64], C[64 * 64];
+    for (int i = 0; i < 64 * 64; i++)
+        A[i] = (float)(i % 5), B[i] = (float)(i % 3);
+    k->gemm_nt(64, 64, 64, A, 64, B, 64, C, 64, 0); // a stream, a scratchpad
+    k->softmax_bwd(8, 64, A, B, C);                  // scratch
+    return NULL;
+}
+
+// A thread's stream, scratch and scratchpad are freed when it ends (defect
+// 13: they were thread-locals never freed); the rest at process exit.
+Test(onednn, thread_state_is_freed_when_the_thread_ends)
+{
+    const clef_kernels *k = onednn();
+    gemm_thread((void *)k); // this thread's own, kept
+    const int before = clef_onednn_thread_states();
+    for (int i = 0; i < 3; i++) {
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, gemm_thread, (void *)k), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+    }
+    cr_expect_eq(clef_onednn_thread_states(), before,
+                 "ended threads left their state (%d -> %d)", before,
+                 clef_onednn_thread_states());
+}
+
 // ---- threads ----
 static int os_threads(void)
 {
@@ -394,6 +449,78 @@ Test(onednn, results_do_not_depend_on_the_thread_count)
                   "threads", M, N, K);
         free(c1), free(c2);
     }
+}
+
+// C (M,N) of layout lay on random operands (ld = the packed width).
+static void gemm_random_layout(const clef_kernels *k, layout lay, int M, int N,
+                               int K, float *C, uint64_t seed)
+{
+    float *A = clef_test_falloc((size_t)M * K), *B = clef_test_falloc((size_t)N * K);
+    clef_test_fill_uniform(A, (size_t)M * K, -1.0f, 1.0f, &seed);
+    clef_test_fill_uniform(B, (size_t)N * K, -1.0f, 1.0f, &seed);
+    if (lay == NT)
+        k->gemm_nt(M, N, K, A, K, B, K, C, N, 0);
+    else if (lay == NN)
+        k->gemm_nn(M, N, K, A, K, B, N, C, N, 0);
+    else
+        k->gemm_tn(M, N, K, A, M, B, N, C, N, 0);
+    free(A), free(B);
+}
+
+// Every layout, on 1, 2 and 3 threads and from inside a parallel region
+// (where oneDNN would have planned a team it does not get), and LayerNorm's
+// γ and β sums over many rows: the same bits (issue 16).
+Test(onednn, results_do_not_depend_on_threads_layout_or_region)
+{
+    const clef_kernels *k = onednn();
+    if (omp_get_num_procs() < 2)
+        cr_skip_test("one CPU: cannot run two threads");
+    const int before = omp_get_max_threads();
+    static const int shapes[][3] = {{64, 256, 2000}, {256, 64, 3000},
+                                    {32, 128, 10000}, {300, 500, 700}};
+    for (int lay = NT; lay <= TN; lay++)
+        for (int s = 0; s < 4; s++) {
+            int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+            size_t mn = (size_t)M * N;
+            float *c1 = clef_test_falloc(mn), *c = clef_test_falloc(mn);
+            omp_set_num_threads(1);
+            gemm_random_layout(k, (layout)lay, M, N, K, c1, 613);
+            for (int t = 2; t <= 4; t++) { // 4: inside a region of 2
+                omp_set_num_threads(t == 4 ? 2 : t);
+                if (t < 4)
+                    gemm_random_layout(k, (layout)lay, M, N, K, c, 613);
+                else {
+#pragma omp parallel num_threads(2)
+                    if (omp_get_thread_num() == 1)
+                        gemm_random_layout(k, (layout)lay, M, N, K, c, 613);
+                }
+                cr_expect(memcmp(c1, c, mn * sizeof(float)) == 0,
+                          "layout %d M=%d N=%d K=%d: 1 thread and %s differ",
+                          lay, M, N, K,
+                          t == 2 ? "2" : t == 3 ? "3" : "a parallel region");
+            }
+            free(c1), free(c);
+        }
+    // LayerNorm backward: γ, β sums over 8192 rows
+    const int rows = 8192, n = 64;
+    size_t rn = (size_t)rows * n;
+    float *dy = clef_test_falloc(rn), *xh = clef_test_falloc(rn);
+    float *rs = clef_test_falloc(rows), *g = clef_test_falloc(n);
+    float *sums[2];
+    uint64_t rng = 614;
+    clef_test_fill_uniform(dy, rn, -1.0f, 1.0f, &rng);
+    clef_test_fill_uniform(xh, rn, -2.0f, 2.0f, &rng);
+    clef_test_fill_uniform(rs, rows, 0.5f, 2.0f, &rng);
+    clef_test_fill_uniform(g, n, 0.5f, 1.5f, &rng);
+    for (int t = 0; t < 2; t++) {
+        sums[t] = clef_test_falloc(2 * (size_t)n); // dγ, dβ
+        omp_set_num_threads(t + 1);
+        k->layernorm_bwd(rows, n, dy, xh, rs, g, NULL, sums[t], sums[t] + n);
+    }
+    cr_expect(memcmp(sums[0], sums[1], 2 * (size_t)n * sizeof(float)) == 0,
+              "LayerNorm backward's sums differ between 1 and 2 threads");
+    free(dy), free(xh), free(rs), free(g), free(sums[0]), free(sums[1]);
+    omp_set_num_threads(before);
 }
 
 Test(onednn, threads_follow_the_setting_and_do_not_nest)

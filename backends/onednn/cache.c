@@ -1,12 +1,17 @@
-// oneDNN plumbing: the CPU engine (one per process), a stream per thread,
-// the primitive cache and per-thread scratch.
+// oneDNN plumbing: the CPU engine (one per process), per-thread state (a
+// stream, scratch, the scratchpad of the primitives it runs), the primitive
+// cache.
 //
 // The cache: CACHE_SLOTS primitives keyed by (kind, sizes, strides,
-// accumulate, thread count: oneDNN plans a primitive's threads when it
-// creates it). A lookup holds the mutex for a few compares; a miss builds
+// accumulate). A lookup holds the mutex for a few compares; a miss builds
 // the primitive outside the mutex (milliseconds) and inserts it, evicting
 // the least recently used entry nobody holds. When every slot is held the
 // primitive is used once and destroyed (counted as `uncached`).
+//
+// Per-thread state lives in a registry (a list under a mutex): a thread's
+// entry is freed when the thread ends (a pthread key's destructor), and
+// whatever is left (the main thread's, OpenMP's pooled threads'), the cache
+// and the engine at process exit, so LeakSanitizer finds nothing.
 #include "onednn_int.h"
 
 #include <omp.h>
@@ -15,6 +20,7 @@
 #include <string.h>
 
 #define CACHE_SLOTS 512
+#define PAD_ALIGN 64 // scratchpad alignment (bytes)
 
 static dnnl_engine_t g_engine;
 static pthread_once_t g_engine_once = PTHREAD_ONCE_INIT;
@@ -31,39 +37,184 @@ dnnl_engine_t clef_onednn_engine(void)
     return g_engine;
 }
 
-// A stream per thread: oneDNN streams are not meant to be shared between
-// threads that execute concurrently. Created on a thread's first call, kept
-// for its life (OpenMP threads are pooled).
-static _Thread_local dnnl_stream_t tls_stream;
+// ---- per-thread state ----
+// oneDNN streams are not meant to be shared between threads that execute
+// concurrently; scratch and scratchpads are written while a call runs.
+typedef struct tls_state {
+    dnnl_stream_t stream;
+    float *scratch; // clef_onednn_scratch
+    size_t scratch_n;
+    void *pad; // scratchpad of the primitives this thread runs
+    size_t pad_bytes;
+    struct tls_state *prev, *next; // the registry
+} tls_state;
+
+static _Thread_local tls_state *tls;
+static pthread_mutex_t g_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static tls_state *g_reg;
+static pthread_key_t g_reg_key;
+static pthread_once_t g_reg_once = PTHREAD_ONCE_INIT;
+
+static void state_free(tls_state *st)
+{
+    if (st->stream)
+        dnnl_stream_destroy(st->stream);
+    free(st->scratch);
+    free(st->pad);
+    free(st);
+}
+
+static void unlink_locked(tls_state *st)
+{
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        g_reg = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+}
+
+// A thread ends: its state goes (unless process exit took it already).
+static void thread_exit(void *arg)
+{
+    tls_state *st = arg, *s;
+    pthread_mutex_lock(&g_reg_lock);
+    for (s = g_reg; s && s != st; s = s->next)
+        ;
+    if (s)
+        unlink_locked(st);
+    pthread_mutex_unlock(&g_reg_lock);
+    if (s)
+        state_free(st);
+}
+
+static void reg_init(void)
+{
+    pthread_key_create(&g_reg_key, thread_exit);
+}
+
+// This thread's state, made and registered on its first call; NULL on out
+// of memory.
+static tls_state *state(void)
+{
+    if (tls)
+        return tls;
+    pthread_once(&g_reg_once, reg_init);
+    tls_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return NULL;
+    pthread_mutex_lock(&g_reg_lock);
+    st->next = g_reg;
+    if (g_reg)
+        g_reg->prev = st;
+    g_reg = st;
+    pthread_mutex_unlock(&g_reg_lock);
+    pthread_setspecific(g_reg_key, st);
+    tls = st;
+    return st;
+}
+
+int clef_onednn_thread_states(void)
+{
+    int n = 0;
+    pthread_mutex_lock(&g_reg_lock);
+    for (const tls_state *st = g_reg; st; st = st->next)
+        n++;
+    pthread_mutex_unlock(&g_reg_lock);
+    return n;
+}
 
 dnnl_stream_t clef_onednn_stream(void)
 {
-    if (tls_stream)
-        return tls_stream;
+    tls_state *st = state();
+    if (!st)
+        return NULL;
+    if (st->stream)
+        return st->stream;
     dnnl_engine_t e = clef_onednn_engine();
-    if (!e || dnnl_stream_create(&tls_stream, e, dnnl_stream_default_flags) !=
+    if (!e || dnnl_stream_create(&st->stream, e, dnnl_stream_default_flags) !=
                   dnnl_success)
-        tls_stream = NULL;
-    return tls_stream;
+        st->stream = NULL;
+    return st->stream;
 }
 
-int clef_onednn_create(dnnl_primitive_t *prim, const_dnnl_op_desc_t desc,
+// This thread's scratchpad of at least n bytes (grown, never shrunk).
+static void *scratchpad(size_t n)
+{
+    tls_state *st = state();
+    if (!st)
+        return NULL;
+    if (n <= st->pad_bytes)
+        return st->pad;
+    size_t sz = (n + PAD_ALIGN - 1) / PAD_ALIGN * PAD_ALIGN;
+    void *p = aligned_alloc(PAD_ALIGN, sz);
+    if (!p)
+        return NULL;
+    free(st->pad);
+    st->pad = p;
+    st->pad_bytes = sz;
+    return p;
+}
+
+float *clef_onednn_scratch(size_t n)
+{
+    tls_state *st = state();
+    if (!st)
+        return NULL;
+    if (n <= st->scratch_n)
+        return st->scratch;
+    float *p = realloc(st->scratch, n * sizeof(float));
+    if (!p)
+        return NULL;
+    st->scratch = p;
+    st->scratch_n = n;
+    return p;
+}
+
+// attr (or defaults) with a user-managed scratchpad: a new attribute.
+static dnnl_primitive_attr_t user_pad_attr(const_dnnl_primitive_attr_t attr)
+{
+    dnnl_primitive_attr_t a = NULL;
+    dnnl_status_t st = attr ? dnnl_primitive_attr_clone(&a, attr)
+                            : dnnl_primitive_attr_create(&a);
+    if (st != dnnl_success)
+        return NULL;
+    if (dnnl_primitive_attr_set_scratchpad_mode(a, dnnl_scratchpad_mode_user) !=
+        dnnl_success) {
+        dnnl_primitive_attr_destroy(a);
+        return NULL;
+    }
+    return a;
+}
+
+int clef_onednn_create(clef_onednn_prim *p, const_dnnl_op_desc_t desc,
                        const_dnnl_primitive_attr_t attr,
                        const_dnnl_primitive_desc_t hint)
 {
     dnnl_engine_t e = clef_onednn_engine();
+    dnnl_primitive_attr_t a = e ? user_pad_attr(attr) : NULL;
     dnnl_primitive_desc_t pd = NULL;
-    *prim = NULL;
-    if (!e || dnnl_primitive_desc_create(&pd, desc, attr, e, hint) !=
-                  dnnl_success)
-        return -1;
-    dnnl_status_t st = dnnl_primitive_create(prim, pd);
-    dnnl_primitive_desc_destroy(pd);
-    if (st != dnnl_success) {
-        *prim = NULL;
-        return -1;
+    int rc = -1;
+    p->prim = NULL;
+    if (!a || dnnl_primitive_desc_create(&pd, desc, a, e, hint) != dnnl_success)
+        goto cleanup;
+    const dnnl_memory_desc_t *pad =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    memset(&p->pad_md, 0, sizeof p->pad_md);
+    p->pad_bytes = pad ? dnnl_memory_desc_get_size(pad) : 0;
+    if (p->pad_bytes)
+        p->pad_md = *pad;
+    if (dnnl_primitive_create(&p->prim, pd) != dnnl_success) {
+        p->prim = NULL;
+        goto cleanup;
     }
-    return 0;
+    rc = 0;
+cleanup:
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (a)
+        dnnl_primitive_attr_destroy(a);
+    return rc;
 }
 
 // ---- the cache ----
@@ -103,10 +254,7 @@ static clef_onednn_prim *victim_locked(void)
 clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *k,
                                       clef_onednn_build_fn build)
 {
-    clef_onednn_key kt;
-    memcpy(&kt, k, sizeof kt); // padding too: keys compare bytewise
-    kt.threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-    const clef_onednn_key *key = &kt;
+    const clef_onednn_key *key = k;
     pthread_mutex_lock(&g_lock);
     clef_onednn_prim *p = find_locked(key);
     if (p) {
@@ -119,11 +267,15 @@ clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *k,
     g_misses++;
     pthread_mutex_unlock(&g_lock);
 
-    // Build outside the lock: other shapes keep running meanwhile.
+    // Build outside the lock: other shapes keep running meanwhile. Planned
+    // for one thread (onednn_int.h), hints included.
     clef_onednn_prim fresh;
     memset(&fresh, 0, sizeof fresh);
     memcpy(&fresh.key, key, sizeof *key);
-    if (build(&fresh) != 0)
+    int saved = clef_onednn_threads_begin();
+    int built = build(&fresh);
+    clef_onednn_threads_end(saved);
+    if (built != 0)
         return NULL;
 
     pthread_mutex_lock(&g_lock);
@@ -203,8 +355,9 @@ int clef_onednn_run(const clef_onednn_prim *p, int n,
     enum { MAX_ARGS = 12 };
     dnnl_exec_arg_t ea[MAX_ARGS];
     dnnl_stream_t s = clef_onednn_stream();
+    void *pad = p->pad_bytes ? scratchpad(p->pad_bytes) : NULL;
     int made = 0, rc = -1;
-    if (!s || n > MAX_ARGS)
+    if (!s || n + 1 > MAX_ARGS || (p->pad_bytes && !pad))
         return -1;
     for (; made < n; made++) {
         ea[made].arg = args[made].arg;
@@ -213,7 +366,14 @@ int clef_onednn_run(const clef_onednn_prim *p, int n,
                                (void *)args[made].ptr) != dnnl_success)
             goto cleanup;
     }
-    if (dnnl_primitive_execute(p->prim, s, n, ea) == dnnl_success &&
+    if (pad) {
+        ea[made].arg = DNNL_ARG_SCRATCHPAD;
+        if (dnnl_memory_create(&ea[made].memory, &p->pad_md,
+                               clef_onednn_engine(), pad) != dnnl_success)
+            goto cleanup;
+        made++;
+    }
+    if (dnnl_primitive_execute(p->prim, s, made, ea) == dnnl_success &&
         dnnl_stream_wait(s) == dnnl_success)
         rc = 0;
 cleanup:
@@ -222,10 +382,10 @@ cleanup:
     return rc;
 }
 
-int clef_onednn_threads_begin(int serial)
+int clef_onednn_threads_begin(void)
 {
     int saved = omp_get_max_threads();
-    if (serial && saved > 1)
+    if (saved > 1)
         omp_set_num_threads(1);
     return saved;
 }
@@ -236,18 +396,28 @@ void clef_onednn_threads_end(int saved)
         omp_set_num_threads(saved);
 }
 
-// ---- scratch ----
-static _Thread_local float *tls_scratch;
-static _Thread_local size_t tls_scratch_n;
-
-float *clef_onednn_scratch(size_t n)
+// ---- process exit ----
+// Every thread's state, the cache and the engine. Runs before libdnnl's own
+// finalisers (the executable's run first), when no clef call is running.
+__attribute__((destructor)) static void onednn_shutdown(void)
 {
-    if (n <= tls_scratch_n)
-        return tls_scratch;
-    float *p = realloc(tls_scratch, n * sizeof(float));
-    if (!p)
-        return NULL;
-    tls_scratch = p;
-    tls_scratch_n = n;
-    return p;
+    pthread_mutex_lock(&g_reg_lock);
+    tls_state *st = g_reg;
+    g_reg = NULL;
+    pthread_mutex_unlock(&g_reg_lock);
+    while (st) {
+        tls_state *next = st->next;
+        state_free(st);
+        st = next;
+    }
+    tls = NULL; // (other threads' entries are no longer in the registry)
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        if (g_slots[i].used)
+            dnnl_primitive_destroy(g_slots[i].prim);
+    memset(g_slots, 0, sizeof g_slots);
+    pthread_mutex_unlock(&g_lock);
+    if (g_engine)
+        dnnl_engine_destroy(g_engine);
+    g_engine = NULL;
 }

@@ -26,7 +26,7 @@ static int build_fwd(clef_onednn_prim *p)
     dnnl_eltwise_desc_t d;
     if (init_fwd_desc(p, &d) != 0)
         return -1;
-    return clef_onednn_create(&p->prim, &d, NULL, NULL);
+    return clef_onednn_create(p, &d, NULL, NULL);
 }
 
 static int build_bwd(clef_onednn_prim *p)
@@ -41,7 +41,7 @@ static int build_bwd(clef_onednn_prim *p)
         dnnl_primitive_desc_create(&hint, &fd, NULL, clef_onednn_engine(),
                                    NULL) != dnnl_success)
         goto cleanup;
-    rc = clef_onednn_create(&p->prim, &bd, NULL, hint);
+    rc = clef_onednn_create(p, &bd, NULL, hint);
 cleanup:
     if (hint)
         dnnl_primitive_desc_destroy(hint);
@@ -62,7 +62,7 @@ void clef_f32_gelu_fwd__onednn(size_t n, const float *x, float *y)
 {
     if (n == 0)
         return;
-    int saved = clef_onednn_threads_begin((double)n < ONEDNN_SERIAL_ELEMS);
+    int saved = clef_onednn_threads_begin();
     clef_onednn_prim *p = acquire(ONEDNN_GELU_FWD, n, build_fwd);
     int rc = -1;
     if (p) {
@@ -83,7 +83,7 @@ void clef_f32_gelu_bwd__onednn(size_t n, const float *x, const float *dy,
     if (n == 0)
         return;
     float *t = clef_onednn_scratch(n); // (n) oneDNN's diff_src
-    int saved = clef_onednn_threads_begin((double)n < ONEDNN_SERIAL_ELEMS);
+    int saved = clef_onednn_threads_begin();
     clef_onednn_prim *p = t ? acquire(ONEDNN_GELU_BWD, n, build_bwd) : NULL;
     int rc = -1;
     if (p) {

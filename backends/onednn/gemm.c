@@ -7,9 +7,32 @@
 //   gemm_tn  src Aᵀ: (M,K) strides {1,lda} weights B:  (K,N) strides {ldb,1}
 //   dst C (M,N) strides {ldc,1}
 // accumulate = 1 appends a sum post-op (C = A·B + 1·C).
+//
+// Threads: each primitive runs on one thread (onednn_int.h). A GEMM of at
+// least SERIAL_FLOPS is cut into blocks of C, along the longer of M and N,
+// whose sizes follow from the shape alone (gemm_blocks); clef's team runs
+// them, each on one thread. So every output element is summed by the same
+// primitive in the same order for any thread count, inside a parallel region
+// or not.
 #include "onednn_int.h"
 
+#include <omp.h>
 #include <string.h>
+
+// Below 2^18 flops a team of threads costs more than it saves (measured,
+// oneDNN 2.6 on Zen 4: a 32x32x64 GEMM is faster on 1 thread, 64x64x64 on
+// 2): one block.
+#define SERIAL_FLOPS 262144.0
+// About one block per BLOCK_FLOPS (one call costs a few µs; 2^23 flops are
+// 100-200 µs on one core), at most MAX_BLOCKS (each block packs its share of
+// the other operand again), each a multiple of 64 rows or columns (oneDNN's
+// N block on AVX-512: other widths leave a tail in every block), or of 16
+// for dimensions under 128. Measured on mid (clef-bench --train, batch 4,
+// Zen 4, 2 vCPUs): 2^21 flops, 16 blocks of 16 cost 1 thread 15 %.
+#define BLOCK_FLOPS 8388608.0 // 2^23
+#define MAX_BLOCKS 8
+#define BLOCK_ALIGN 64
+#define BLOCK_ALIGN_SMALL 16
 
 enum { MD_SRC, MD_WEI, MD_DST };
 
@@ -44,13 +67,97 @@ static int build_matmul(clef_onednn_prim *p)
             dnnl_primitive_attr_set_post_ops(attr, po) != dnnl_success)
             goto cleanup;
     }
-    rc = clef_onednn_create(&p->prim, &desc, attr, NULL);
+    rc = clef_onednn_create(p, &desc, attr, NULL);
 cleanup:
     if (po)
         dnnl_post_ops_destroy(po);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
     return rc;
+}
+
+// The blocks of a GEMM (a function of the shape only): *len rows (split_n
+// 0) or columns (split_n 1) each, the last one shorter; returns the count.
+static int gemm_blocks(int M, int N, int K, int *split_n, int *len)
+{
+    const double flops = 2.0 * M * N * K;
+    const int dim = N >= M ? N : M;
+    const int align = dim >= 2 * BLOCK_ALIGN ? BLOCK_ALIGN : BLOCK_ALIGN_SMALL;
+    *split_n = N >= M;
+    *len = dim;
+    if (flops < SERIAL_FLOPS || dim < 2 * align)
+        return 1;
+    double want = flops / BLOCK_FLOPS;
+    int nb = want < MAX_BLOCKS ? (int)want : MAX_BLOCKS;
+    if (nb < 2)
+        nb = 2; // over the serial threshold: worth two threads
+    int b = (dim + nb - 1) / nb;
+    b = (b + align - 1) / align * align;
+    *len = b;
+    return (dim + b - 1) / b;
+}
+
+// One GEMM call cut into blocks: the operands, the split, and the held
+// primitives of a whole block and of the last one (the same when it is
+// whole; NULL when oneDNN refused the shape).
+typedef struct gemm_job {
+    int kind, M, N, K, lda, ldb, ldc, accumulate;
+    const float *A, *B;
+    float *C;
+    int nb, split_n, len;
+    clef_onednn_prim *whole, *last;
+} gemm_job;
+
+static clef_onednn_prim *acquire(const gemm_job *j, int M, int N)
+{
+    clef_onednn_key key;
+    memset(&key, 0, sizeof key);
+    key.kind = j->kind;
+    key.accumulate = j->accumulate != 0;
+    key.d[0] = M, key.d[1] = N, key.d[2] = j->K;
+    key.d[3] = j->lda, key.d[4] = j->ldb, key.d[5] = j->ldc;
+    return clef_onednn_acquire(&key, build_matmul);
+}
+
+// C (M,N) = [C +] op(A)·op(B) with p on this thread alone, else (oneDNN
+// refused the shape) with the best hand-written kernel.
+static void gemm_run(const gemm_job *j, const clef_onednn_prim *p, int M,
+                     int N, const float *A, const float *B, float *C)
+{
+    int rc = -1;
+    if (p) {
+        clef_onednn_arg args[] = {
+            {DNNL_ARG_SRC, &p->md[MD_SRC], A},
+            {DNNL_ARG_WEIGHTS, &p->md[MD_WEI], B},
+            {DNNL_ARG_DST, &p->md[MD_DST], C},
+        };
+        int saved = clef_onednn_threads_begin();
+        rc = clef_onednn_run(p, 3, args);
+        clef_onednn_threads_end(saved);
+    }
+    if (rc == 0)
+        return;
+    const clef_kernels *f = clef_onednn_fallback();
+    clef_gemm_fn fn = j->kind == ONEDNN_GEMM_NT   ? f->gemm_nt
+                      : j->kind == ONEDNN_GEMM_NN ? f->gemm_nn
+                                                  : f->gemm_tn;
+    fn(M, N, j->K, A, j->lda, B, j->ldb, C, j->ldc, j->accumulate);
+}
+
+// Block i: its rows or columns of C, and of A or B.
+static void gemm_block(const gemm_job *j, int i)
+{
+    const clef_onednn_prim *p = i == j->nb - 1 ? j->last : j->whole;
+    const size_t o = (size_t)i * j->len;
+    if (j->split_n) { // C (M, n) = op(A) · op(B)[:, o:o+n]
+        const int n = i == j->nb - 1 ? j->N - (int)o : j->len;
+        const float *B = j->B + (j->kind == ONEDNN_GEMM_NT ? o * j->ldb : o);
+        gemm_run(j, p, j->M, n, j->A, B, j->C + o);
+    } else { // C (m, N) = op(A)[o:o+m, :] · op(B)
+        const int m = i == j->nb - 1 ? j->M - (int)o : j->len;
+        const float *A = j->A + (j->kind == ONEDNN_GEMM_TN ? o : o * j->lda);
+        gemm_run(j, p, m, j->N, A, j->B, j->C + o * j->ldc);
+    }
 }
 
 // C (M,N) = [C +] op(A)·op(B) for the layout `kind`; see the table above.
@@ -66,35 +173,28 @@ static void gemm_onednn(int kind, int M, int N, int K, const float *A,
                 memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
         return;
     }
-    clef_onednn_key key;
-    memset(&key, 0, sizeof key);
-    key.kind = kind;
-    key.accumulate = accumulate != 0;
-    key.d[0] = M, key.d[1] = N, key.d[2] = K;
-    key.d[3] = lda, key.d[4] = ldb, key.d[5] = ldc;
-
-    int saved =
-        clef_onednn_threads_begin(2.0 * M * N * K < ONEDNN_SERIAL_FLOPS);
-    clef_onednn_prim *p = clef_onednn_acquire(&key, build_matmul);
-    int rc = -1;
-    if (p) {
-        clef_onednn_arg args[] = {
-            {DNNL_ARG_SRC, &p->md[MD_SRC], A},
-            {DNNL_ARG_WEIGHTS, &p->md[MD_WEI], B},
-            {DNNL_ARG_DST, &p->md[MD_DST], C},
-        };
-        rc = clef_onednn_run(p, 3, args);
-        clef_onednn_release(p);
+    gemm_job j = {.kind = kind, .M = M, .N = N, .K = K, .lda = lda,
+                  .ldb = ldb, .ldc = ldc, .accumulate = accumulate,
+                  .A = A, .B = B, .C = C};
+    j.nb = gemm_blocks(M, N, K, &j.split_n, &j.len);
+    const int dim = j.split_n ? N : M, rest = dim - (j.nb - 1) * j.len;
+    j.whole = acquire(&j, j.split_n ? M : j.len, j.split_n ? j.len : N);
+    j.last = rest == j.len ? j.whole
+                           : acquire(&j, j.split_n ? M : rest,
+                                     j.split_n ? rest : N);
+    // each block writes its own part of C; no region of one thread, none
+    // nested (core/par.h)
+    if (j.nb > 1 && omp_get_max_threads() > 1 && !omp_in_parallel()) {
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < j.nb; i++)
+            gemm_block(&j, i);
+    } else {
+        for (int i = 0; i < j.nb; i++)
+            gemm_block(&j, i);
     }
-    clef_onednn_threads_end(saved);
-    if (rc == 0)
-        return;
-    // oneDNN refused this shape: the best hand-written kernel does it.
-    const clef_kernels *f = clef_onednn_fallback();
-    clef_gemm_fn fn = kind == ONEDNN_GEMM_NT   ? f->gemm_nt
-                      : kind == ONEDNN_GEMM_NN ? f->gemm_nn
-                                               : f->gemm_tn;
-    fn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    if (j.last != j.whole)
+        clef_onednn_release(j.last);
+    clef_onednn_release(j.whole);
 }
 
 void clef_f32_gemm_nt__onednn(int M, int N, int K, const float *A, int lda,

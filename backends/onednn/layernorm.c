@@ -39,7 +39,7 @@ static int build_fwd(clef_onednn_prim *p)
             &d, dnnl_forward_training, &p->md[MD_DATA], &p->md[MD_STAT],
             CLEF_LN_EPS, 0) != dnnl_success)
         return -1;
-    return clef_onednn_create(&p->prim, &d, NULL, NULL);
+    return clef_onednn_create(p, &d, NULL, NULL);
 }
 
 static int build_bwd(clef_onednn_prim *p)
@@ -58,7 +58,7 @@ static int build_bwd(clef_onednn_prim *p)
         dnnl_primitive_desc_create(&hint, &fd, NULL, clef_onednn_engine(),
                                    NULL) != dnnl_success)
         goto cleanup;
-    rc = clef_onednn_create(&p->prim, &bd, NULL, hint);
+    rc = clef_onednn_create(p, &bd, NULL, hint);
 cleanup:
     if (hint)
         dnnl_primitive_desc_destroy(hint);
@@ -82,7 +82,7 @@ void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
     if (rows <= 0 || n <= 0)
         return;
     float *stat = clef_onednn_scratch(2 * (size_t)rows); // mean, var (rows)
-    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
+    int saved = clef_onednn_threads_begin();
     clef_onednn_prim *p =
         stat ? acquire(ONEDNN_LN_FWD, rows, n, build_fwd) : NULL;
     int rc = -1;
@@ -121,7 +121,7 @@ void clef_f32_layernorm_bwd__onednn(int rows, int n, const float *dy,
     // scratch: t (rows,n), dgamma', dbeta' (n), mean 0, var 1 (rows)
     size_t rn = (size_t)rows * n;
     float *t = clef_onednn_scratch(rn + 2 * (size_t)n + 2 * (size_t)rows);
-    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
+    int saved = clef_onednn_threads_begin();
     clef_onednn_prim *p =
         t ? acquire(ONEDNN_LN_BWD, rows, n, build_bwd) : NULL;
     int rc = -1;

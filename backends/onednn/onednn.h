@@ -6,9 +6,12 @@
 //
 // Primitives are created once per shape and cached (creating one costs
 // milliseconds, reusing it microseconds): backends/onednn/cache.c.
-// Threads: oneDNN's OpenMP runtime uses omp_get_max_threads() at each call,
-// i.e. clef's thread setting, and runs single-threaded inside a parallel
-// region (tests/test_onednn.c checks both).
+// Threads: every primitive is planned and run on one thread, and clef splits
+// the work (a GEMM's output in blocks fixed by its shape, the row-wise ops
+// in core/rows.c's chunks) over its own team of omp_get_max_threads(), never
+// nested in a parallel region. oneDNN thus never splits a sum by the thread
+// count: with this backend the bits do not depend on it
+// (tests/test_onednn.c, tests/test_thread_bits.c).
 #ifndef CLEF_ONEDNN_H
 #define CLEF_ONEDNN_H
 

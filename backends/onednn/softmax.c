@@ -29,7 +29,7 @@ static int build_fwd(clef_onednn_prim *p)
     dnnl_softmax_v2_desc_t d;
     if (init_fwd_desc(p, &d) != 0)
         return -1;
-    return clef_onednn_create(&p->prim, &d, NULL, NULL);
+    return clef_onednn_create(p, &d, NULL, NULL);
 }
 
 static int build_bwd(clef_onednn_prim *p)
@@ -44,7 +44,7 @@ static int build_bwd(clef_onednn_prim *p)
         dnnl_primitive_desc_create(&hint, &fd, NULL, clef_onednn_engine(),
                                    NULL) != dnnl_success)
         goto cleanup;
-    rc = clef_onednn_create(&p->prim, &bd, NULL, hint);
+    rc = clef_onednn_create(p, &bd, NULL, hint);
 cleanup:
     if (hint)
         dnnl_primitive_desc_destroy(hint);
@@ -83,7 +83,7 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y)
         masked[r] = (float)row_masked(n, x + (size_t)r * n);
         any_masked |= masked[r] != 0.0f;
     }
-    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
+    int saved = clef_onednn_threads_begin();
     clef_onednn_prim *p =
         masked ? acquire(ONEDNN_SOFTMAX_FWD, rows, n, build_fwd) : NULL;
     int rc = -1;
@@ -111,7 +111,7 @@ void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
         return;
     size_t rn = (size_t)rows * n;
     float *t = clef_onednn_scratch(rn); // (rows,n) oneDNN's diff_src
-    int saved = clef_onednn_threads_begin((double)rows * n < ONEDNN_SERIAL_ELEMS);
+    int saved = clef_onednn_threads_begin();
     clef_onednn_prim *p =
         t ? acquire(ONEDNN_SOFTMAX_BWD, rows, n, build_bwd) : NULL;
     int rc = -1;

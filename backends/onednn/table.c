@@ -47,7 +47,8 @@ static void resolve(void)
     if (clef_verbose())
         fprintf(stderr,
                 "clef: onednn: oneDNN %s, OpenMP runtime, %d thread(s) "
-                "(follows omp_get_max_threads(); 1 inside parallel regions)\n",
+                "(primitives on one thread each; GEMMs in blocks fixed by "
+                "shape over clef's team)\n",
                 g_version, omp_get_max_threads());
     // the ops oneDNN lacks: the best hand-written kernels
     clef_fill_fallthrough(&clef_onednn_table, "onednn");
