@@ -1,0 +1,157 @@
+// Thread-count invariance of whole updates on the library backends (issue
+// 16): training through clef_train_step with oneDNN or BLIS, the memory
+// attentions projected or absorbed, on batches of three records (a bucket
+// of one geometry and a batch of mixed geometries, so the records' memory
+// attentions run on several threads at once), must leave the same parameter
+// bits on 1 thread, on 2 threads, on 2 threads again and on 3 threads.
+//
+// The head is large enough that every threaded path splits: GEMMs well over
+// the serial threshold, memory products over a megaflop, the memory
+// backward's D in blocks (fixture_ws), AdamW over 2^17 parameters.
+#include <criterion/criterion.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "head.h"
+#include "isa_common.h"
+#include "ref_head.h"
+#include "registry.h"
+#include "util.h"
+
+#define NREC 6
+#define STEPS 4
+// records 0-2: one bucket (T 200, the same questions); 3-5 of mixed T
+static const int rec_T[NREC] = {200, 200, 200, 300, 64, 17};
+static const int rec_Q[NREC] = {3, 3, 3, 2, 4, 1};
+static const int rec_types[NREC][4] = {
+    {0, 1, 2}, {0, 1, 2}, {0, 1, 2}, {2, 1}, {1, 1, 2, 0}, {1}};
+static const int rec_nopt[NREC][4] = {
+    {2, 3, 4}, {2, 3, 4}, {2, 3, 4}, {5, 2}, {2, 1, 3, 2}, {3}};
+
+typedef struct bits_run {
+    clef_config cfg;
+    clef_head hd;
+    clef_record recs[NREC];
+    const clef_record *ptr[NREC];
+    float *E;
+    int V;
+} bits_run;
+
+static void run_init(bits_run *r, uint64_t seed)
+{
+    memset(r, 0, sizeof *r);
+    r->cfg =
+        (clef_config){.d = 256, .w = 128, .h = 4, .f = 256, .R = 1, .L = 1};
+    clef_err err = {0};
+    cr_assert_eq(clef_head_alloc(&r->hd, &r->cfg, &err), 0, "%s", err.msg);
+    clef_head_init_random(&r->hd, seed);
+    uint64_t rng = seed * 6007 + 5;
+    // off the init values (LayerNorms, zero biases): every gradient non-zero
+    for (size_t i = 0; i < r->hd.nparams; i++)
+        r->hd.params[i] += 0.05f * (float)(clef_test_rand_unit(&rng) - 0.5);
+    r->V = 13;
+    r->E = clef_test_falloc((size_t)r->V * r->cfg.d);
+    clef_test_fill_normal(r->E, (size_t)r->V * r->cfg.d, 0.f, 1.f, &rng);
+    for (int b = 0; b < NREC; b++) {
+        int soft[4] = {b & 1, 0, 1, 0};
+        clef_test_random_record(&r->recs[b], rec_T[b], r->cfg.d, rec_Q[b],
+                                rec_types[b], rec_nopt[b], soft, r->V, &rng);
+        cr_assert_eq(clef_record_prepare(&clef_scalar_kernels, &r->recs[b],
+                                         r->E, r->V, &err),
+                     0, "%s", err.msg);
+        r->ptr[b] = &r->recs[b];
+    }
+}
+
+static void run_free(bits_run *r)
+{
+    for (int b = 0; b < NREC; b++)
+        clef_record_free(&r->recs[b]);
+    free(r->E);
+    clef_head_free(&r->hd);
+}
+
+// STEPS updates of batch 3 (the bucket, then the mixed batch, in turn) on
+// `threads` threads; returns the parameters (malloc'd, *n floats).
+static float *train_bits(const clef_kernels *k, const char *mode, int threads,
+                         size_t *n)
+{
+    bits_run r;
+    run_init(&r, 29);
+    clef_train_opts o;
+    clef_train_opts_default(&o);
+    o.lr = 1e-2;
+    o.smoothing = 0.1;
+    o.brier = 0.25;
+    o.ordinal = 0.3;
+    clef_ws_limits lim;
+    clef_ws_limits_for(r.recs, NREC, 3, &lim);
+    clef_ws *ws = clef_ws_create_limits(&r.cfg, &lim);
+    cr_assert_not_null(ws);
+    cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0);
+    clef_ws_set_d_block_flops(ws, 1.0);
+    omp_set_num_threads(threads);
+    for (int s = 0; s < STEPS; s++)
+        clef_train_step(k, &r.hd, r.ptr + 3 * (s % 2), 3, ws, &o);
+    *n = r.hd.nparams;
+    float *w = clef_test_falloc(*n);
+    memcpy(w, r.hd.params, sizeof(float) * *n);
+    clef_ws_free(ws);
+    run_free(&r);
+    return w;
+}
+
+// The first parameter that differs, or -1.
+static long first_diff(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(a + i, b + i, sizeof(float)) != 0)
+            return (long)i;
+    return -1;
+}
+
+static void check_bits(const char *backend, const char *mode)
+{
+    const clef_kernels *k = isa_table_or_skip(backend);
+    if (omp_get_num_procs() < 2)
+        cr_skip_test("one CPU: two threads would not run at once");
+    const int before = omp_get_max_threads();
+    const int counts[] = {2, 2, 3}; // 2 twice: run to run as well
+    size_t n = 0, m = 0;
+    float *ref = train_bits(k, mode, 1, &n);
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        float *w = train_bits(k, mode, counts[c], &m);
+        cr_assert_eq(m, n);
+        long i = first_diff(ref, w, n);
+        cr_expect(i < 0,
+                  "%s (%s): after %d updates, parameter %ld is %.9g on 1 "
+                  "thread and %.9g on %d (run %zu)",
+                  backend, mode, STEPS, i, i < 0 ? 0.0 : ref[i],
+                  i < 0 ? 0.0 : w[i], counts[c], c + 1);
+        free(w);
+    }
+    free(ref);
+    omp_set_num_threads(before);
+}
+
+Test(thread_bits, onednn_project)
+{
+    check_bits("onednn", "project");
+}
+
+Test(thread_bits, onednn_absorb)
+{
+    check_bits("onednn", "absorb");
+}
+
+Test(thread_bits, blis_project)
+{
+    check_bits("blis", "project");
+}
+
+Test(thread_bits, blis_absorb)
+{
+    check_bits("blis", "absorb");
+}
