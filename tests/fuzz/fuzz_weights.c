@@ -1,7 +1,7 @@
 // libFuzzer harness: head weights and checkpoints (core/weights.h).
 //
 // The input is a whole safetensors file, written to the process's temp
-// folder. Each input goes through the path-based loaders twice over:
+// folder, then goes through the path-based loaders:
 //   1. clef_weights_load(path, 2, ...): the head configuration from the
 //      file's __metadata__ "head", else inferred from the shapes;
 //   2. clef_checkpoint_load(path, zeroed head): the same, checkpoint rules;
@@ -12,42 +12,14 @@
 // A load that succeeds must give a head whose configuration passes
 // clef_config_check; every head is freed.
 //
-// CLEF_FUZZ_SKIP_KNOWN=1 leaves 1 and 2 out for files whose __metadata__
-// "head" names a size above 4096: the known open defect (huge sizes
-// overflow the layout arithmetic of core/params.c) that otherwise stops
-// every run within seconds. The CI stage does not set it.
-#include <jansson.h>
+// Huge sizes in the metadata (once an overflow of the layout arithmetic in
+// core/params.c) must be input errors: regressions/weights/huge-*.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz_common.h"
 #include "weights.h"
-
-static int skip_known = -1;
-
-// 1 when the file's "head" metadata names a size above 4096 (or cannot be
-// read as JSON, which the loaders reject before any layout is computed).
-static int huge_meta(const char *path)
-{
-    clef_st_file f;
-    clef_err err = {0};
-    if (clef_st_open(path, &f, &err) != 0)
-        return 0;
-    int huge = 0;
-    const char *meta = clef_st_meta_get(&f, "head");
-    json_t *root = meta ? json_loads(meta, 0, NULL) : NULL;
-    if (json_is_object(root)) {
-        const char *key;
-        json_t *v;
-        json_object_foreach(root, key, v) if (json_is_integer(v) &&
-                                              json_integer_value(v) > 4096)
-            huge = 1;
-    }
-    json_decref(root);
-    clef_st_close(&f);
-    return huge;
-}
 
 static void check_loaded(const clef_head *hd, const char *what)
 {
@@ -74,10 +46,6 @@ static void expect_input_error(int rc, const clef_err *err, const char *what)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (skip_known < 0) {
-        const char *e = getenv("CLEF_FUZZ_SKIP_KNOWN");
-        skip_known = e && !strcmp(e, "1");
-    }
     char path[4096];
     fz_path(path, "input.safetensors");
     if (fz_write(path, data, size))
@@ -86,23 +54,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     clef_err err;
     int rc;
 
-    if (!skip_known || !huge_meta(path)) {
-        memset(&err, 0, sizeof(err));
-        rc = clef_weights_load(path, 2, &hd, &err);
-        expect_input_error(rc, &err, "clef_weights_load");
-        if (rc == 0) {
-            check_loaded(&hd, "clef_weights_load");
-            clef_head_free(&hd);
-        }
+    memset(&err, 0, sizeof(err));
+    rc = clef_weights_load(path, 2, &hd, &err);
+    expect_input_error(rc, &err, "clef_weights_load");
+    if (rc == 0) {
+        check_loaded(&hd, "clef_weights_load");
+        clef_head_free(&hd);
+    }
 
-        memset(&hd, 0, sizeof(hd));
-        memset(&err, 0, sizeof(err));
-        rc = clef_checkpoint_load(path, &hd, &err);
-        expect_input_error(rc, &err, "clef_checkpoint_load");
-        if (rc == 0) {
-            check_loaded(&hd, "clef_checkpoint_load");
-            clef_head_free(&hd);
-        }
+    memset(&hd, 0, sizeof(hd));
+    memset(&err, 0, sizeof(err));
+    rc = clef_checkpoint_load(path, &hd, &err);
+    expect_input_error(rc, &err, "clef_checkpoint_load");
+    if (rc == 0) {
+        check_loaded(&hd, "clef_checkpoint_load");
+        clef_head_free(&hd);
     }
 
     // the fixed configuration
