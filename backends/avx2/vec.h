@@ -10,6 +10,8 @@
 #include <immintrin.h>
 #include <stddef.h>
 
+#include "lo64.h"
+
 #define CLEF_ISA_SUFFIX avx2
 #define VW 8
 
@@ -34,10 +36,9 @@ static inline __m128 v4_loadn(const float *p, int n) // n ≤ 4
     case 4:
         return _mm_loadu_ps(p);
     case 3:
-        return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)),
-                             _mm_load_ss(p + 2));
+        return _mm_movelh_ps(clef_load2f(p), _mm_load_ss(p + 2));
     case 2:
-        return _mm_castpd_ps(_mm_load_sd((const double *)p));
+        return clef_load2f(p);
     case 1:
         return _mm_load_ss(p);
     default:
@@ -51,11 +52,11 @@ static inline void v4_storen(float *p, __m128 x, int n) // n ≤ 4
         _mm_storeu_ps(p, x);
         break;
     case 3:
-        _mm_storel_pi((__m64 *)p, x);
+        clef_store2f(p, x);
         _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
         break;
     case 2:
-        _mm_storel_pi((__m64 *)p, x);
+        clef_store2f(p, x);
         break;
     case 1:
         _mm_store_ss(p, x);
