@@ -39,11 +39,13 @@
 // kernels vectorised over N with 4-8 rows side by side (nn, tn; nt through a
 // stack transpose of B when K ≤ 32), else dot products (nt).
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
 #include "scheduler/cpu.h"
+#include "lo64.h"
 
 typedef struct gemm_blocking {
     int kc, mc, nc;
@@ -208,19 +210,36 @@ static int gemm_threads(int M, int N, int K)
 // training loop allocates nothing after its first update (a fresh multi-MB
 // buffer per call also costs page faults and kernel page clearing on every
 // call). The cache is the only state this file keeps; it holds workspace,
-// never results.
+// never results. A thread's buffer is freed when the thread exits (a
+// pthread key's destructor: OpenMP threads of nested or resized teams come
+// and go, and a _Thread_local pointer alone would leak their buffers); the
+// main thread's stays reachable through its TLS until the process ends.
 static _Thread_local float *gemm_pack_buf;
 static _Thread_local size_t gemm_pack_len; // floats
+static pthread_key_t gemm_pack_key;
+static pthread_once_t gemm_pack_once = PTHREAD_ONCE_INIT;
+static int gemm_pack_key_ok;
+
+static void gemm_pack_key_make(void)
+{
+    gemm_pack_key_ok = pthread_key_create(&gemm_pack_key, free) == 0;
+}
 
 static float *gemm_pack_buffer(size_t n)
 {
     if (n <= gemm_pack_len)
         return gemm_pack_buf;
+    pthread_once(&gemm_pack_once, gemm_pack_key_make);
+    if (gemm_pack_key_ok)
+        pthread_setspecific(gemm_pack_key, NULL);
     free(gemm_pack_buf);
     gemm_pack_len = 0;
     gemm_pack_buf = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
-    if (gemm_pack_buf)
+    if (gemm_pack_buf) {
         gemm_pack_len = n;
+        if (gemm_pack_key_ok)
+            pthread_setspecific(gemm_pack_key, gemm_pack_buf);
+    }
     return gemm_pack_buf;
 }
 
@@ -688,10 +707,9 @@ static inline __m128 v8_lo4(const float *p, int n)
     case 4:
         return _mm_loadu_ps(p);
     case 3:
-        return _mm_movelh_ps(_mm_castpd_ps(_mm_load_sd((const double *)p)),
-                             _mm_load_ss(p + 2));
+        return _mm_movelh_ps(clef_load2f(p), _mm_load_ss(p + 2));
     case 2:
-        return _mm_castpd_ps(_mm_load_sd((const double *)p));
+        return clef_load2f(p);
     case 1:
         return _mm_load_ss(p);
     default:
@@ -707,11 +725,11 @@ static inline void gemm_st4n(float *p, __m128 x, int n)
         _mm_storeu_ps(p, x);
         break;
     case 3:
-        _mm_storel_pi((__m64 *)p, x);
+        clef_store2f(p, x);
         _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
         break;
     case 2:
-        _mm_storel_pi((__m64 *)p, x);
+        clef_store2f(p, x);
         break;
     default:
         _mm_store_ss(p, x);
