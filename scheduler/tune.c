@@ -414,6 +414,7 @@ int clef_tune_save(const char *path, const clef_tuning *t, char *err,
 typedef struct auto_sel {
     void (*fn[CLEF_OP_COUNT][CLEF_CLASS_COUNT])(void);
     char names[CLEF_OP_COUNT][200]; // the composite names of mixed ops
+    const struct auto_sel *older;   // the one published before (kept)
 } auto_sel;
 
 // Published once complete; an old selection is never freed (a trampoline
@@ -804,8 +805,10 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
     if (verbose)
         fprintf(stderr, "clef: auto: %-16s %-6s -> %s\n", "gemm_prepack", "all",
                 out->prepack ? out->prepack->name : "none (plain GEMMs)");
-    // Publish before anyone can call a trampoline of out.
-    atomic_store_explicit(&g_sel, s, memory_order_release);
+    // Publish before anyone can call a trampoline of out. The selections
+    // replaced stay linked from the newest (reachable, not leaked; nothing
+    // but this chain reads `older`).
+    s->older = atomic_exchange_explicit(&g_sel, s, memory_order_acq_rel);
     return 0;
 }
 
