@@ -85,12 +85,15 @@ void fz_clean_tmpdir(void)
     closedir(d);
 }
 
-static void remove_tmpdir(void)
+void fz_release_tmpdir(void)
 {
     fz_clean_tmpdir();
     if (tmpdir[0])
         rmdir(tmpdir);
+    tmpdir[0] = 0;
 }
+
+static void remove_tmpdir(void) { fz_release_tmpdir(); }
 
 static int try_dir(const char *base)
 {
@@ -113,7 +116,10 @@ const char *fz_tmpdir(void)
         fprintf(stderr, "fuzz: cannot make a temp folder\n");
         abort();
     }
-    atexit(remove_tmpdir);
+    static int registered;
+    if (!registered)
+        atexit(remove_tmpdir);
+    registered = 1;
     return tmpdir;
 }
 

@@ -23,8 +23,12 @@ void fz_buf_free(fz_buf *b);
 
 // The process's temp folder: $CLEF_FUZZ_TMPDIR, else /dev/shm (a tmpfs) when
 // writable, else $TMPDIR, else /tmp; a fresh clef-fuzz-XXXXXX folder inside,
-// removed with its files at exit. Aborts when none can be made.
+// made on first use. Aborts when none can be made.
 const char *fz_tmpdir(void);
+// Removes the temp folder and its files (the next fz_tmpdir makes a new
+// one). The harnesses call it after every input: libFuzzer leaves with
+// _Exit, so nothing registered with atexit would run.
+void fz_release_tmpdir(void);
 // out = fz_tmpdir()/name (a static-sized buffer of 4096 is enough).
 void fz_path(char out[4096], const char *name);
 // Writes n bytes to path (truncating). 0 or -1.

@@ -30,7 +30,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int one_input(const uint8_t *data, size_t size)
 {
     const uint8_t *part[FZ_NPARTS];
     size_t len[FZ_NPARTS];
@@ -76,5 +76,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
     clef_package_free(&pkg);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one_input(data, size);
+    fz_release_tmpdir();
     return 0;
 }

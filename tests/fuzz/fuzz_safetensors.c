@@ -88,7 +88,7 @@ static void roundtrip(const clef_st_file *f, void **vals, const char *out)
     free(e);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int one_input(const uint8_t *data, size_t size)
 {
     char path[4096], out[4096];
     fz_path(path, "input.safetensors");
@@ -144,5 +144,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(vals[i]);
     free(vals);
     clef_st_close(&f);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one_input(data, size);
+    fz_release_tmpdir();
     return 0;
 }

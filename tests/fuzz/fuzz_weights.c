@@ -44,7 +44,7 @@ static void expect_input_error(int rc, const clef_err *err, const char *what)
     }
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static int one_input(const uint8_t *data, size_t size)
 {
     char path[4096];
     fz_path(path, "input.safetensors");
@@ -99,5 +99,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         clef_st_close(&f);
     }
     clef_head_free(&hd);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    one_input(data, size);
+    fz_release_tmpdir();
     return 0;
 }
