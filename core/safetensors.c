@@ -219,8 +219,12 @@ static int st_parse_tensor(const char *path, const char *name, json_t *j,
                               "] end past the data section (%zu bytes)",
                               begin, end, data_size);
     size_t nbytes;
-    if (__builtin_mul_overflow(numel, st_dtype_size(t->dtype), &nbytes) ||
-        end - begin != nbytes)
+    if (__builtin_mul_overflow(numel, st_dtype_size(t->dtype), &nbytes))
+        return clef_err_input(err, path, NULL, field,
+                              "size overflow: %s x %zu elements exceeds the "
+                              "addressable bytes", st_dtype_name(t->dtype),
+                              numel);
+    if (end - begin != nbytes)
         return clef_err_input(err, path, NULL, field,
                               "size mismatch: data_offsets span %" PRIu64
                               " bytes but %s x %zu elements needs %zu",
