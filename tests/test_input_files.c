@@ -16,22 +16,6 @@
 
 #include "util_package.h"
 
-static char *path_of(const char *dir, const char *name)
-{
-    static char pool[64][1100];
-    static int used;
-    cr_assert_lt(used, 64);
-    snprintf(pool[used], sizeof(pool[0]), "%s/%s", dir, name);
-    return pool[used++];
-}
-
-static char *fixture_in(const char *dir)
-{
-    char *pkg = path_of(dir, "pkg");
-    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0, "%s", tp_err(dir));
-    return pkg;
-}
-
 // Runs `clef ARGS` under a 2 GiB address-space limit (an unbounded read
 // fails instead of filling the machine) with a 20 s alarm (a blocking open
 // fails instead of hanging the suite). Returns the exit code, or -1.
@@ -68,8 +52,8 @@ static void expect_refused(const char *dir, const char *args,
 Test(input_files, only_regular_files_are_read, .timeout = 120)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
-    char *fifo = path_of(dir, "fifo");
+    char *pkg = tp_fixture_in(dir);
+    char *fifo = tp_path(dir, "fifo");
     cr_assert_eq(mkfifo(fifo, 0600), 0);
     char args[3000];
     const char *inputs[][2] = {
@@ -90,9 +74,9 @@ Test(input_files, only_regular_files_are_read, .timeout = 120)
     snprintf(args, sizeof(args), "train --package %s/package.json --run-dir "
              "%s/run --init /dev/zero", pkg, dir);
     expect_refused(dir, args, "/dev/zero");
-    cr_expect(!tp_exists(path_of(dir, "run")));
+    cr_expect(!tp_exists(tp_path(dir, "run")));
     // a shard replaced by a FIFO inside the package folder
-    char *shard = path_of(pkg, "records-000.safetensors");
+    char *shard = tp_path(pkg, "records-000.safetensors");
     cr_assert_eq(unlink(shard), 0);
     cr_assert_eq(mkfifo(shard, 0600), 0);
     snprintf(args, sizeof(args), "validate --package %s/package.json", pkg);
@@ -106,9 +90,9 @@ Test(input_files, only_regular_files_are_read, .timeout = 120)
 Test(input_files, symlinks_must_stay_inside_the_package, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
-    char *shard = path_of(pkg, "records-000.safetensors");
-    char *outside = path_of(dir, "outside.safetensors");
+    char *pkg = tp_fixture_in(dir);
+    char *shard = tp_path(pkg, "records-000.safetensors");
+    char *outside = tp_path(dir, "outside.safetensors");
     cr_assert_eq(rename(shard, outside), 0);
     cr_assert_eq(symlink(outside, shard), 0);
     char args[3000];
@@ -117,7 +101,7 @@ Test(input_files, symlinks_must_stay_inside_the_package, .timeout = 60)
     cr_expect(strstr(tp_err(dir), "shards[0].file"), "%s", tp_err(dir));
     // inside: a link to another name in the folder (relative and absolute)
     cr_assert_eq(unlink(shard), 0);
-    char *inside = path_of(pkg, "real.safetensors");
+    char *inside = tp_path(pkg, "real.safetensors");
     cr_assert_eq(rename(outside, inside), 0);
     cr_assert_eq(symlink("real.safetensors", shard), 0);
     cr_expect_eq(clef_bounded(dir, args), 0, "%s", tp_err(dir));
@@ -137,7 +121,7 @@ Test(input_files, symlinks_must_stay_inside_the_package, .timeout = 60)
 Test(input_files, each_package_file_is_opened_once, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     const char *files[] = {"package.json", "lexical.safetensors",
                            "init.safetensors", "records-000.safetensors"};
     int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -145,7 +129,7 @@ Test(input_files, each_package_file_is_opened_once, .timeout = 60)
         cr_skip_test("inotify unavailable: %s", strerror(errno));
     int wd[4];
     for (int i = 0; i < 4; i++) {
-        wd[i] = inotify_add_watch(fd, path_of(pkg, files[i]), IN_OPEN);
+        wd[i] = inotify_add_watch(fd, tp_path(pkg, files[i]), IN_OPEN);
         cr_assert_geq(wd[i], 0, "%s: %s", files[i], strerror(errno));
     }
     char args[3000];
@@ -191,14 +175,14 @@ static void set_head_size(json_t *hdr)
 Test(input_files, impossible_head_sizes_exit_2, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     const struct {
         const char *key;
         long long v;
     } cases[] = {{"width", 1780576565}, {"width", 16777216},
                  {"hidden_size", 2147483647}, {"feedforward", 65537},
                  {"layers", 1000}};
-    char args[3000], *w = path_of(dir, "w.safetensors");
+    char args[3000], *w = tp_path(dir, "w.safetensors");
     for (int i = 0; i < 5; i++) {
         char cmd[2400];
         snprintf(cmd, sizeof(cmd), "cp %s/init.safetensors %s", pkg, w);
@@ -213,7 +197,7 @@ Test(input_files, impossible_head_sizes_exit_2, .timeout = 60)
         snprintf(args, sizeof(args), "train --package %s/package.json "
                  "--run-dir %s/run --init %s", pkg, dir, w);
         expect_refused(dir, args, "head");
-        cr_expect(!tp_exists(path_of(dir, "run")));
+        cr_expect(!tp_exists(tp_path(dir, "run")));
     }
     // the manifest's head: a width the machine cannot hold
     json_t *m = tp_manifest_load(pkg);

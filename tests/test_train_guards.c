@@ -25,23 +25,6 @@ static json_t *load_json(const char *path)
     return j;
 }
 
-static char *path_of(const char *dir, const char *name)
-{
-    static char pool[64][1100];
-    static int used;
-    cr_assert_lt(used, 64);
-    snprintf(pool[used], sizeof(pool[0]), "%s/%s", dir, name);
-    return pool[used++];
-}
-
-// A package with the default fixture in dir/pkg.
-static char *fixture_in(const char *dir)
-{
-    char *pkg = path_of(dir, "pkg");
-    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0, "%s", tp_err(dir));
-    return pkg;
-}
-
 // Every value of every tensor of a checkpoint is finite (the loader checks).
 static void expect_checkpoint_finite(const char *path)
 {
@@ -58,7 +41,7 @@ static void expect_checkpoint_finite(const char *path)
 Test(train_guards, eps_and_betas_that_divide_by_zero_exit_2, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     const char *bad[] = {"--eps 0", "--eps 1e-50", "--eps -1",
                          "--betas 0.9,0.9999999999", "--betas 0.99999999,0.9"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
@@ -68,7 +51,7 @@ Test(train_guards, eps_and_betas_that_divide_by_zero_exit_2, .timeout = 60)
         cr_expect_eq(rc, 2, "%s: exit %d", bad[i], rc);
         cr_expect(strstr(tp_err(dir), bad[i][2] == 'e' ? "--eps" : "--betas"),
                   "%s: %s", bad[i], tp_err(dir));
-        cr_expect(!tp_exists(path_of(dir, "run")), "%s wrote the run dir",
+        cr_expect(!tp_exists(tp_path(dir, "run")), "%s wrote the run dir",
                   bad[i]);
     }
     tp_rmdir(dir);
@@ -78,7 +61,7 @@ Test(train_guards, eps_and_betas_that_divide_by_zero_exit_2, .timeout = 60)
 Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     const char *bad[] = {"' -1'", "-1", "' 5'", "+5", "0x10", "5x",
                          "9223372036854775808", "18446744073709551615",
                          "''"};
@@ -88,7 +71,7 @@ Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
                          pkg, dir, bad[i]);
         cr_expect_eq(rc, 2, "--seed %s: exit %d", bad[i], rc);
         cr_expect(strstr(tp_err(dir), "--seed"), "%s", tp_err(dir));
-        cr_expect(!tp_exists(path_of(dir, "run")));
+        cr_expect(!tp_exists(tp_path(dir, "run")));
         rc = tp_clef(dir, "fixture --out %s/f --seed %s", dir, bad[i]);
         cr_expect_eq(rc, 2, "fixture --seed %s: exit %d", bad[i], rc);
     }
@@ -96,7 +79,7 @@ Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
     cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --seed 9223372036854775807",
                          pkg, dir), 0, "%s", tp_err(dir));
-    json_t *r = load_json(path_of(dir, "run/result.json"));
+    json_t *r = load_json(tp_path(dir, "run/result.json"));
     json_t *seed = json_object_get(json_object_get(r, "train"), "seed");
     cr_expect(json_is_integer(seed));
     cr_expect_eq(json_integer_value(seed), INT64_MAX);
@@ -110,7 +93,7 @@ Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
 Test(train_guards, non_finite_state_is_never_written, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     int rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
                           "%s/run --epochs 4 --checkpoint-every 1 "
                           "--keep-checkpoints 0",
@@ -130,13 +113,13 @@ Test(train_guards, non_finite_state_is_never_written, .timeout = 60)
     cr_assert(WIFEXITED(st));
     cr_expect_eq(WEXITSTATUS(st), 1, "%s", tp_err(dir));
     cr_expect(strstr(tp_err(dir), "non-finite parameter"), "%s", tp_err(dir));
-    cr_expect(tp_exists(path_of(dir, "nan/checkpoint-1.safetensors")));
-    cr_expect(tp_exists(path_of(dir, "nan/checkpoint-2.safetensors")));
-    cr_expect(!tp_exists(path_of(dir, "nan/checkpoint-3.safetensors")),
+    cr_expect(tp_exists(tp_path(dir, "nan/checkpoint-1.safetensors")));
+    cr_expect(tp_exists(tp_path(dir, "nan/checkpoint-2.safetensors")));
+    cr_expect(!tp_exists(tp_path(dir, "nan/checkpoint-3.safetensors")),
               "a checkpoint with a NaN was written");
-    cr_expect(!tp_exists(path_of(dir, "nan/weights.safetensors")));
-    expect_checkpoint_finite(path_of(dir, "nan/checkpoint-2.safetensors"));
-    json_t *r = load_json(path_of(dir, "nan/result.json"));
+    cr_expect(!tp_exists(tp_path(dir, "nan/weights.safetensors")));
+    expect_checkpoint_finite(tp_path(dir, "nan/checkpoint-2.safetensors"));
+    json_t *r = load_json(tp_path(dir, "nan/result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "error");
     json_t *e = json_object_get(r, "error");
     const char *last =
@@ -153,12 +136,12 @@ Test(train_guards, non_finite_state_is_never_written, .timeout = 60)
 Test(train_guards, resume_prunes_by_its_own_history, .timeout = 90)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --epochs 3 "
                               "--checkpoint-every 1 --keep-checkpoints 0",
                          pkg, dir), 0, "%s", tp_err(dir));
-    cr_assert(tp_exists(path_of(dir, "run/checkpoint-6.safetensors")));
+    cr_assert(tp_exists(tp_path(dir, "run/checkpoint-6.safetensors")));
     // 2 steps an epoch: resume from step 2 to 4, keeping one checkpoint
     int rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
                           "%s/run --epochs 2 --checkpoint-every 1 "
@@ -166,7 +149,7 @@ Test(train_guards, resume_prunes_by_its_own_history, .timeout = 90)
                           "%s/run/checkpoint-2.safetensors",
                      pkg, dir, dir);
     cr_assert_eq(rc, 0, "resume: exit %d: %s", rc, tp_err(dir));
-    json_t *r = load_json(path_of(dir, "run/result.json"));
+    json_t *r = load_json(tp_path(dir, "run/result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
     json_t *checks = json_object_get(r, "checks");
     cr_expect(json_is_true(json_object_get(checks, "checkpoint_reload")));
@@ -175,10 +158,10 @@ Test(train_guards, resume_prunes_by_its_own_history, .timeout = 90)
     cr_assert_eq(json_array_size(ck), 1, "keeps its own newest one");
     cr_expect(strstr(json_string_value(json_array_get(ck, 0)),
                      "/checkpoint-4.safetensors"));
-    cr_expect(tp_exists(path_of(dir, "run/checkpoint-4.safetensors")));
-    cr_expect(!tp_exists(path_of(dir, "run/checkpoint-3.safetensors")),
+    cr_expect(tp_exists(tp_path(dir, "run/checkpoint-4.safetensors")));
+    cr_expect(!tp_exists(tp_path(dir, "run/checkpoint-3.safetensors")),
               "its own older checkpoint is pruned");
-    cr_expect(!tp_exists(path_of(dir, "run/checkpoint-2.safetensors")),
+    cr_expect(!tp_exists(tp_path(dir, "run/checkpoint-2.safetensors")),
               "the checkpoint it resumed from is its history too");
     json_decref(r);
     tp_rmdir(dir);
@@ -190,7 +173,7 @@ Test(train_guards, resume_prunes_by_its_own_history, .timeout = 90)
 Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --epochs 1",
                          pkg, dir), 0, "%s", tp_err(dir));
@@ -245,7 +228,7 @@ Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
 Test(train_guards, unusable_run_dir_exits_2_before_training, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     char p[1200];
     snprintf(p, sizeof(p), "%s/dangling", dir);
     cr_assert_eq(symlink("/nonexistent/clef-run", p), 0);
@@ -258,7 +241,7 @@ Test(train_guards, unusable_run_dir_exits_2_before_training, .timeout = 60)
                          pkg, dir, runs[i], dir);
         cr_expect_eq(rc, 2, "%s: exit %d: %s", runs[i], rc, tp_err(dir));
         cr_expect(strstr(tp_err(dir), "--run-dir"), "%s", tp_err(dir));
-        cr_expect(!tp_exists(path_of(dir, "r.json")), "%s", runs[i]);
+        cr_expect(!tp_exists(tp_path(dir, "r.json")), "%s", runs[i]);
     }
     // read-only: as root, run clef as nobody (root writes anywhere)
     snprintf(p, sizeof(p), "%s/ro", dir);
@@ -280,7 +263,7 @@ Test(train_guards, unusable_run_dir_exits_2_before_training, .timeout = 60)
     cr_assert(WIFEXITED(st));
     cr_expect_eq(WEXITSTATUS(st), 2, "read-only parent: exit %d",
                  WEXITSTATUS(st));
-    cr_expect(!tp_exists(path_of(dir, "ro/run")));
+    cr_expect(!tp_exists(tp_path(dir, "ro/run")));
     tp_rmdir(dir);
 }
 
@@ -289,26 +272,26 @@ Test(train_guards, unusable_run_dir_exits_2_before_training, .timeout = 60)
 Test(train_guards, outputs_that_are_inputs_exit_2, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    char *pkg = fixture_in(dir);
+    char *pkg = tp_fixture_in(dir);
     size_t n0 = 0;
-    char *before = tp_slurp(path_of(pkg, "package.json"), &n0);
+    char *before = tp_slurp(tp_path(pkg, "package.json"), &n0);
     cr_assert_not_null(before);
     const char *outs[] = {"package.json", "init.safetensors",
                           "lexical.safetensors"};
     for (int i = 0; i < 3; i++) {
-        if (!tp_exists(path_of(pkg, outs[i])))
+        if (!tp_exists(tp_path(pkg, outs[i])))
             continue;
         int rc = tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --json-out %s/%s",
                          pkg, dir, pkg, outs[i]);
         cr_expect_eq(rc, 2, "--json-out %s: exit %d", outs[i], rc);
         cr_expect(strstr(tp_err(dir), "--json-out"), "%s", tp_err(dir));
-        cr_expect(!tp_exists(path_of(dir, "run")));
+        cr_expect(!tp_exists(tp_path(dir, "run")));
     }
     // a link to the manifest, and --json-out naming the --init weights
     char p[1200];
     snprintf(p, sizeof(p), "%s/link.json", dir);
-    cr_assert_eq(symlink(path_of(pkg, "package.json"), p), 0);
+    cr_assert_eq(symlink(tp_path(pkg, "package.json"), p), 0);
     cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
                               "--run-dir %s/run --json-out %s",
                          pkg, dir, p), 2);
@@ -317,7 +300,7 @@ Test(train_guards, outputs_that_are_inputs_exit_2, .timeout = 60)
                               "--json-out %s/init.safetensors",
                          pkg, dir, pkg, pkg), 2);
     size_t n1 = 0;
-    char *after = tp_slurp(path_of(pkg, "package.json"), &n1);
+    char *after = tp_slurp(tp_path(pkg, "package.json"), &n1);
     cr_assert_not_null(after);
     cr_expect(n0 == n1 && !memcmp(before, after, n0),
               "the manifest was overwritten");

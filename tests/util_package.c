@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <criterion/criterion.h>
+
 #include "sha256.h"
 
 char *tp_tmpdir(void)
@@ -412,6 +414,23 @@ int tp_fixture(const char *dir)
     snprintf(cmd, sizeof(cmd), "%s/clef fixture --out %s >/dev/null",
              CLEF_BIN_DIR, dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+char *tp_path(const char *dir, const char *name)
+{
+    static char pool[64][1100];
+    static int used;
+    cr_assert_lt(used, 64, "tp_path pool exhausted");
+    int n = snprintf(pool[used], sizeof(pool[0]), "%s/%s", dir, name);
+    cr_assert_lt(n, (int)sizeof(pool[0]), "path too long");
+    return pool[used++];
+}
+
+char *tp_fixture_in(const char *dir)
+{
+    char *pkg = tp_path(dir, "pkg");
+    cr_assert_eq(tp_fixture(pkg), 0, "clef fixture --out %s failed", pkg);
+    return pkg;
 }
 
 int tp_copy_dir(const char *src, const char *dst)

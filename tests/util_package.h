@@ -73,5 +73,10 @@ extern const tp_broken tp_broken_cases[];
 extern const int tp_nbroken;
 // Writes the default fixture (clef fixture) into dir. 0 or -1.
 int tp_fixture(const char *dir);
+// "dir/name" in a per-process pool (each Criterion test is its own
+// process): nothing to free. Asserts on overflow.
+char *tp_path(const char *dir, const char *name);
+// The default fixture written into dir/pkg (asserts it worked): its path.
+char *tp_fixture_in(const char *dir);
 // Copies folder src to dst (cp -R). 0 or -1.
 int tp_copy_dir(const char *src, const char *dst);
