@@ -63,4 +63,30 @@ void clef_test_random_record(clef_record *r, int T, int d, int Q,
                              const int *qtype, const int *nopt,
                              const int *soft, int V, uint64_t *rng);
 
+// A head and a batch of random records for the batch and thread tests: the
+// head drawn from seed and moved off its init values (every gradient
+// non-zero), an N(0, 1) lexical table of V rows, record b of T[b]
+// positions with Q[b] questions of types[b] and nopt[b] options (question 0
+// soft-targeted on odd records), prepared with the scalar kernels. The
+// draws come from one generator seeded seed · rng_mul + rng_add.
+#define CLEF_TEST_BATCH_MAX 8
+typedef struct clef_test_batch {
+    clef_config cfg;
+    clef_head hd;
+    int n;
+    clef_record recs[CLEF_TEST_BATCH_MAX];
+    const clef_record *ptr[CLEF_TEST_BATCH_MAX];
+    float *E; // (V, d)
+    int V;
+} clef_test_batch;
+typedef struct clef_test_batch_spec {
+    int n, V;
+    const int *T, *Q;
+    const int (*types)[4], (*nopt)[4];
+    uint64_t rng_mul, rng_add;
+} clef_test_batch_spec;
+void clef_test_batch_init(clef_test_batch *b, const clef_config *cfg,
+                          uint64_t seed, const clef_test_batch_spec *spec);
+void clef_test_batch_free(clef_test_batch *b);
+
 #endif

@@ -25,14 +25,7 @@ static const int rec_types[NREC][4] = {
 static const int rec_nopt[NREC][4] = {
     {2, 3, 4}, {1}, {5, 2}, {2, 3}, {2, 1, 3, 2}};
 
-typedef struct fixture {
-    clef_config cfg;
-    clef_head hd;
-    clef_record recs[NREC];
-    const clef_record *ptr[NREC];
-    float *E;
-    int V;
-} fixture;
+typedef clef_test_batch fixture;
 
 // The small head, or (big) one large enough that every threaded path really
 // splits: memory GEMMs over 4 MFLOP, w·d and T·d over 2^16 (memory backward,
@@ -42,28 +35,13 @@ static const int big_T[NREC] = {300, 257, 64, 17, 200};
 
 static void fixture_init_size(fixture *f, uint64_t seed, int big)
 {
-    memset(f, 0, sizeof(*f));
-    f->cfg = big ? (clef_config){.d = 1300, .w = 256, .h = 4, .f = 200, .R = 1, .L = 1}
-                 : (clef_config){.d = 6, .w = 8, .h = 2, .f = 12, .R = 2, .L = 2};
-    clef_err err = {0};
-    cr_assert_eq(clef_head_alloc(&f->hd, &f->cfg, &err), 0, "%s", err.msg);
-    clef_head_init_random(&f->hd, seed);
-    uint64_t rng = seed * 7919 + 1;
-    // move every tensor off its init value (LayerNorms, zero biases, scalars)
-    for (size_t i = 0; i < f->hd.nparams; i++)
-        f->hd.params[i] += 0.05f * (float)(clef_test_rand_unit(&rng) - 0.5);
-    f->V = 11;
-    f->E = clef_test_falloc((size_t)f->V * f->cfg.d);
-    clef_test_fill_normal(f->E, (size_t)f->V * f->cfg.d, 0.f, 1.f, &rng);
-    for (int b = 0; b < NREC; b++) {
-        int soft[4] = {b & 1, 0, 1, 0};
-        clef_test_random_record(&f->recs[b], big ? big_T[b] : rec_T[b], f->cfg.d, rec_Q[b],
-                                rec_types[b], rec_nopt[b], soft, f->V, &rng);
-        cr_assert_eq(clef_record_prepare(&clef_scalar_kernels, &f->recs[b],
-                                         f->E, f->V, &err),
-                     0, "%s", err.msg);
-        f->ptr[b] = &f->recs[b];
-    }
+    const clef_config cfg =
+        big ? (clef_config){.d = 1300, .w = 256, .h = 4, .f = 200, .R = 1, .L = 1}
+            : (clef_config){.d = 6, .w = 8, .h = 2, .f = 12, .R = 2, .L = 2};
+    const clef_test_batch_spec spec = {
+        .n = NREC, .V = 11, .T = big ? big_T : rec_T, .Q = rec_Q,
+        .types = rec_types, .nopt = rec_nopt, .rng_mul = 7919, .rng_add = 1};
+    clef_test_batch_init(f, &cfg, seed, &spec);
 }
 
 static void fixture_init(fixture *f, uint64_t seed)
@@ -71,13 +49,7 @@ static void fixture_init(fixture *f, uint64_t seed)
     fixture_init_size(f, seed, 0);
 }
 
-static void fixture_free(fixture *f)
-{
-    for (int b = 0; b < NREC; b++)
-        clef_record_free(&f->recs[b]);
-    free(f->E);
-    clef_head_free(&f->hd);
-}
+static void fixture_free(fixture *f) { clef_test_batch_free(f); }
 
 // A workspace for batches of up to B of f's records, memory attentions in
 // `mode` ("auto", "project" or "absorb"), the memory backward's D in as

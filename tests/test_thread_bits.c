@@ -30,48 +30,19 @@ static const int rec_types[NREC][4] = {
 static const int rec_nopt[NREC][4] = {
     {2, 3, 4}, {2, 3, 4}, {2, 3, 4}, {5, 2}, {2, 1, 3, 2}, {3}};
 
-typedef struct bits_run {
-    clef_config cfg;
-    clef_head hd;
-    clef_record recs[NREC];
-    const clef_record *ptr[NREC];
-    float *E;
-    int V;
-} bits_run;
+typedef clef_test_batch bits_run;
 
 static void run_init(bits_run *r, uint64_t seed)
 {
-    memset(r, 0, sizeof *r);
-    r->cfg =
-        (clef_config){.d = 256, .w = 128, .h = 4, .f = 256, .R = 1, .L = 1};
-    clef_err err = {0};
-    cr_assert_eq(clef_head_alloc(&r->hd, &r->cfg, &err), 0, "%s", err.msg);
-    clef_head_init_random(&r->hd, seed);
-    uint64_t rng = seed * 6007 + 5;
-    // off the init values (LayerNorms, zero biases): every gradient non-zero
-    for (size_t i = 0; i < r->hd.nparams; i++)
-        r->hd.params[i] += 0.05f * (float)(clef_test_rand_unit(&rng) - 0.5);
-    r->V = 13;
-    r->E = clef_test_falloc((size_t)r->V * r->cfg.d);
-    clef_test_fill_normal(r->E, (size_t)r->V * r->cfg.d, 0.f, 1.f, &rng);
-    for (int b = 0; b < NREC; b++) {
-        int soft[4] = {b & 1, 0, 1, 0};
-        clef_test_random_record(&r->recs[b], rec_T[b], r->cfg.d, rec_Q[b],
-                                rec_types[b], rec_nopt[b], soft, r->V, &rng);
-        cr_assert_eq(clef_record_prepare(&clef_scalar_kernels, &r->recs[b],
-                                         r->E, r->V, &err),
-                     0, "%s", err.msg);
-        r->ptr[b] = &r->recs[b];
-    }
+    const clef_config cfg = {.d = 256, .w = 128, .h = 4, .f = 256, .R = 1,
+                             .L = 1};
+    const clef_test_batch_spec spec = {
+        .n = NREC, .V = 13, .T = rec_T, .Q = rec_Q, .types = rec_types,
+        .nopt = rec_nopt, .rng_mul = 6007, .rng_add = 5};
+    clef_test_batch_init(r, &cfg, seed, &spec);
 }
 
-static void run_free(bits_run *r)
-{
-    for (int b = 0; b < NREC; b++)
-        clef_record_free(&r->recs[b]);
-    free(r->E);
-    clef_head_free(&r->hd);
-}
+static void run_free(bits_run *r) { clef_test_batch_free(r); }
 
 // STEPS updates of batch 3 (the bucket, then the mixed batch, in turn) on
 // `threads` threads; returns the parameters (malloc'd, *n floats).

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <criterion/criterion.h>
+
 #include "util.h"
 
 #define REF_LN_EPS 1e-5
@@ -571,4 +573,41 @@ void clef_test_random_record(clef_record *r, int T, int d, int Q,
     int len = clef_test_rand_int(rng, 1, T);
     r->qspan[0] = T - len, r->qspan[1] = T;
     r->ospan[0] = 0, r->ospan[1] = T;
+}
+
+void clef_test_batch_init(clef_test_batch *b, const clef_config *cfg,
+                          uint64_t seed, const clef_test_batch_spec *spec)
+{
+    memset(b, 0, sizeof(*b));
+    cr_assert_leq(spec->n, CLEF_TEST_BATCH_MAX);
+    b->cfg = *cfg;
+    b->n = spec->n;
+    clef_err err = {0};
+    cr_assert_eq(clef_head_alloc(&b->hd, &b->cfg, &err), 0, "%s", err.msg);
+    clef_head_init_random(&b->hd, seed);
+    uint64_t rng = seed * spec->rng_mul + spec->rng_add;
+    // off the init values (LayerNorms, zero biases, scalars)
+    for (size_t i = 0; i < b->hd.nparams; i++)
+        b->hd.params[i] += 0.05f * (float)(clef_test_rand_unit(&rng) - 0.5);
+    b->V = spec->V;
+    b->E = clef_test_falloc((size_t)b->V * b->cfg.d);
+    clef_test_fill_normal(b->E, (size_t)b->V * b->cfg.d, 0.f, 1.f, &rng);
+    for (int i = 0; i < b->n; i++) {
+        int soft[4] = {i & 1, 0, 1, 0};
+        clef_test_random_record(&b->recs[i], spec->T[i], b->cfg.d,
+                                spec->Q[i], spec->types[i], spec->nopt[i],
+                                soft, b->V, &rng);
+        cr_assert_eq(clef_record_prepare(&clef_scalar_kernels, &b->recs[i],
+                                         b->E, b->V, &err),
+                     0, "%s", err.msg);
+        b->ptr[i] = &b->recs[i];
+    }
+}
+
+void clef_test_batch_free(clef_test_batch *b)
+{
+    for (int i = 0; i < b->n; i++)
+        clef_record_free(&b->recs[i]);
+    free(b->E);
+    clef_head_free(&b->hd);
 }
