@@ -61,15 +61,16 @@ int cli_parse_u64(const char *flag, const char *s, uint64_t max,
                   uint64_t *out, clef_err *err)
 {
     // digits only: strtoull itself would skip blanks and negate "-1"
+    int digits = s[0] != '\0';
     for (const char *c = s; *c; c++)
-        if (*c < '0' || *c > '9')
-            return clef_err_input(err, NULL, NULL, flag,
-                                  "\"%s\" is not a non-negative decimal "
-                                  "integer", s);
-    char *end = NULL;
+        digits &= *c >= '0' && *c <= '9';
+    if (!digits)
+        return clef_err_input(err, NULL, NULL, flag,
+                              "\"%s\" is not a non-negative decimal "
+                              "integer", s);
     errno = 0;
-    unsigned long long v = s[0] ? strtoull(s, &end, 10) : 0;
-    if (!s[0] || *end || errno || v > max)
+    unsigned long long v = strtoull(s, NULL, 10);
+    if (errno || v > max)
         return clef_err_input(err, NULL, NULL, flag,
                               "\"%s\" is out of range [0, %llu]", s,
                               (unsigned long long)max);
