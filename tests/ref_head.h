@@ -88,5 +88,8 @@ typedef struct clef_test_batch_spec {
 void clef_test_batch_init(clef_test_batch *b, const clef_config *cfg,
                           uint64_t seed, const clef_test_batch_spec *spec);
 void clef_test_batch_free(clef_test_batch *b);
+// Training options with every loss term on (lr 1e-2, label smoothing 0.1,
+// Brier 0.25, ordinal 0.3), for the batch and thread tests.
+clef_train_opts clef_test_train_opts(void);
 
 #endif

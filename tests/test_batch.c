@@ -65,16 +65,6 @@ static clef_ws *fixture_ws(const fixture *f, int B, const char *mode)
     return ws;
 }
 
-static clef_train_opts opts(void)
-{
-    clef_train_opts o;
-    clef_train_opts_default(&o);
-    o.lr = 1e-2;
-    o.smoothing = 0.1;
-    o.brier = 0.25;
-    o.ordinal = 0.3;
-    return o;
-}
 
 // |a − b| ≤ 1e-5 · max(|b|, scale) element by element.
 static void expect_close_rel(const char *what, const float *a, const float *b,
@@ -134,7 +124,7 @@ static void packed_update_equals_sub_batches(const char *mode)
     fixture a, b;
     fixture_init(&a, 5);
     fixture_init(&b, 5);
-    clef_train_opts o = opts();
+    clef_train_opts o = clef_test_train_opts();
     clef_ws_limits lim;
     clef_ws_limits_for(a.recs, NREC, NREC, &lim);
     clef_ws *big = clef_ws_create_limits(&a.cfg, &lim);
@@ -176,7 +166,7 @@ Test(batch, loss_is_mean_over_all_questions_of_the_batch)
 {
     fixture f;
     fixture_init(&f, 9);
-    clef_train_opts o = opts();
+    clef_train_opts o = clef_test_train_opts();
     o.smoothing = o.brier = o.ordinal = 0; // plain cross-entropy
     clef_ws_limits lim;
     clef_ws_limits_for(f.recs, NREC, 2, &lim);
@@ -207,7 +197,7 @@ static float *train_with_threads(const clef_kernels *k, int threads, int steps,
 {
     fixture f;
     fixture_init_size(&f, 17, big);
-    clef_train_opts o = opts();
+    clef_train_opts o = clef_test_train_opts();
     clef_ws_limits lim;
     clef_ws_limits_for(f.recs, NREC, 2, &lim);
     clef_ws *ws = clef_ws_create_limits(&f.cfg, &lim);
@@ -321,7 +311,7 @@ Test(batch, gradient_clipping_follows_clip_grad_norm)
     clef_ws_limits_for(a.recs, NREC, 2, &lim);
     clef_ws *ws = clef_ws_create_limits(&a.cfg, &lim);
     cr_assert_not_null(ws);
-    clef_train_opts o = opts();
+    clef_train_opts o = clef_test_train_opts();
     const clef_kernels *k = &clef_scalar_kernels;
 
     // b: the gradients by hand, their norm, then clip and AdamW by hand
@@ -378,7 +368,7 @@ static void first_pass_writes_every_owned_gradient(const char *mode, int B)
     cr_assert(wa && wb);
     cr_assert_eq(clef_ws_set_memory_attention(wa, mode), 0);
     cr_assert_eq(clef_ws_set_memory_attention(wb, mode), 0);
-    clef_train_opts o = opts();
+    clef_train_opts o = clef_test_train_opts();
     const clef_kernels *k = &clef_scalar_kernels;
 
     clef_test_fill_const(a.hd.grads, a.hd.nparams, NAN);
@@ -434,7 +424,7 @@ static void adamw_beside_case(const char *backend, const char *mode, int B)
     for (int i = 0; i < 2; i++) {
         fixture_init_size(&f[i], 41, 1);
         clef_ws *ws = fixture_ws(&f[i], B, mode);
-        clef_train_opts o = opts();
+        clef_train_opts o = clef_test_train_opts();
         o.max_grad_norm = i ? 1e30 : 0; // 1: AdamW after the pass
         for (int s = 0; s < 3; s++)
             clef_train_step(kb, &f[i].hd, f[i].ptr + (s & 1),
@@ -498,7 +488,7 @@ static void backend_matches_scalar_pk(const char *backend, const char *mode,
             O += f[i].recs[b].O;
         z[i] = clef_test_falloc(O);
         float *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
-        clef_train_opts o = opts();
+        clef_train_opts o = clef_test_train_opts();
         memset(f[i].hd.grads, 0, sizeof(float) * f[i].hd.nparams);
         clef_batch_forward(ks[i], &f[i].hd, f[i].ptr, NREC, ws, z[i]);
         clef_batch_loss(ks[i], ws, z[i], &o, p, dz);

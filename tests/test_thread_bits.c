@@ -51,12 +51,7 @@ static float *train_bits(const clef_kernels *k, const char *mode, int threads,
 {
     bits_run r;
     run_init(&r, 29);
-    clef_train_opts o;
-    clef_train_opts_default(&o);
-    o.lr = 1e-2;
-    o.smoothing = 0.1;
-    o.brier = 0.25;
-    o.ordinal = 0.3;
+    clef_train_opts o = clef_test_train_opts();
     clef_ws_limits lim;
     clef_ws_limits_for(r.recs, NREC, 3, &lim);
     clef_ws *ws = clef_ws_create_limits(&r.cfg, &lim);

@@ -604,6 +604,17 @@ void clef_test_batch_init(clef_test_batch *b, const clef_config *cfg,
     }
 }
 
+clef_train_opts clef_test_train_opts(void)
+{
+    clef_train_opts o;
+    clef_train_opts_default(&o);
+    o.lr = 1e-2;
+    o.smoothing = 0.1;
+    o.brier = 0.25;
+    o.ordinal = 0.3;
+    return o;
+}
+
 void clef_test_batch_free(clef_test_batch *b)
 {
     for (int i = 0; i < b->n; i++)
