@@ -17,6 +17,9 @@ int cli_score(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_fixture(int argc, char **argv);
 int cli_inspect(int argc, char **argv);
+// Python commands (cli/pytool.c): execv the interpreter on the script.
+int cli_capture(int argc, char **argv);
+int cli_report(int argc, char **argv);
 
 // ---- flags (cli/args.c) ----
 // 1 when argv[*i] is `name` (then *val = argv[*i + 1], *i advanced) or

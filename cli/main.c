@@ -1,4 +1,4 @@
-// clef: train, score, validate, fixture, inspect (CLI.md).
+// clef: train, score, validate, fixture, inspect, capture, report (CLI.md).
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +13,8 @@ static const char *usage =
     "  validate  check a package against every rule and summarise it\n"
     "  fixture   write a synthetic package (the seed walkthrough's)\n"
     "  inspect   list a safetensors file's tensors and metadata\n"
+    "  capture   turn labelled requests into a package through a backbone\n"
+    "  report    write a self-contained HTML report of a run dir\n"
     "\n"
     "clef <command> --help describes a command; clef --version prints the\n"
     "version and the kernels of this build.\n"
@@ -44,6 +46,10 @@ int main(int argc, char **argv)
         return cli_fixture(argc - 2, argv + 2);
     if (!strcmp(cmd, "inspect"))
         return cli_inspect(argc - 2, argv + 2);
+    if (!strcmp(cmd, "capture"))
+        return cli_capture(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report"))
+        return cli_report(argc - 2, argv + 2);
     fprintf(stderr, "clef: unknown command \"%s\"\n\n%s", cmd, usage);
     return CLEF_ERR_INPUT;
 }
