@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "train.h"
 
 int cli_argmax(const float *x, int n)
 {
@@ -38,6 +39,14 @@ int cli_evaluate(const clef_kernels *k, const clef_head *hd,
                  const clef_package *pkg, clef_ws *ws,
                  const clef_train_opts *o, cli_eval *ev, clef_err *err)
 {
+    return cli_evaluate_splits(k, hd, pkg, ws, o, 7u, ev, err);
+}
+
+int cli_evaluate_splits(const clef_kernels *k, const clef_head *hd,
+                        const clef_package *pkg, clef_ws *ws,
+                        const clef_train_opts *o, unsigned mask,
+                        cli_eval *ev, clef_err *err)
+{
     memset(ev, 0, sizeof(*ev));
     int n = pkg->nrecords;
     ev->zoff = malloc(((size_t)n + 1) * sizeof(size_t));
@@ -47,8 +56,8 @@ int cli_evaluate(const clef_kernels *k, const clef_head *hd,
     for (int i = 0; i < n; i++)
         ev->zoff[i + 1] = ev->zoff[i] + (size_t)pkg->records[i].O;
     size_t total = ev->zoff[n];
-    ev->z = malloc(total * sizeof(float));
-    ev->p = malloc(total * sizeof(float));
+    ev->z = calloc(total ? total : 1, sizeof(float));
+    ev->p = calloc(total ? total : 1, sizeof(float));
     float *dz = malloc((size_t)pkg->Omax * sizeof(float));
     if (!ev->z || !ev->p || !dz) {
         free(dz);
@@ -60,6 +69,8 @@ int cli_evaluate(const clef_kernels *k, const clef_head *hd,
     for (int i = 0; i < n; i++) {
         const clef_record *r = &pkg->records[i];
         int a = 0, b = 0;
+        if (!(mask & (1u << r->split)))
+            continue;
         clef_batch_counts(&r, 1, &a, &b);
         nq[r->split] += a;
         ns[r->split] += b;
@@ -67,6 +78,8 @@ int cli_evaluate(const clef_kernels *k, const clef_head *hd,
     for (int i = 0; i < n; i++) {
         const clef_record *r = &pkg->records[i];
         float *z = ev->z + ev->zoff[i], *p = ev->p + ev->zoff[i];
+        if (!(mask & (1u << r->split)))
+            continue; // never run: its z and p stay 0
         clef_head_forward(k, hd, r, ws, z);
         ev->loss[r->split] +=
             clef_record_loss(k, r, z, o, nq[r->split] ? nq[r->split] : 1,

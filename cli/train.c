@@ -12,9 +12,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "safetensors.h"
 #include "train.h"
 #include "weights.h"
+
+#define MASK_TRAIN_VALIDATION                                                  \
+    ((1u << CLEF_SPLIT_TRAIN) | (1u << CLEF_SPLIT_VALIDATION))
+
+// Early stopping (--patience): the state a checkpoint carries.
+typedef struct early_stop {
+    int on;
+    double best_loss; // +inf before the first evaluation
+    long best_step;   // −1 before the first evaluation
+    int bad;          // evaluations in a row without an improvement
+    float *best;      // (nparams) the weights at best_step
+    long written;     // best_step whose best-<step> file exists, or −1
+    char *meta;       // the resumed checkpoint's "early_stopping" metadata
+} early_stop;
 
 typedef struct train_run {
     train_cfg c;
@@ -32,6 +47,8 @@ typedef struct train_run {
     json_t *history;
     long *hist; // steps of this run's checkpoints, oldest first: those at or
     int nhist;  // before the step it resumed from, then those it wrote
+    long *hbest; // (nhist) their early-stopping best_step: −1 none, −2 unknown
+    early_stop es;
     char manifest_abs[PATH_MAX], run_abs[PATH_MAX];
     double t0, train_s;
 } train_run;
@@ -76,6 +93,9 @@ static int load_head(train_run *t, clef_err *err)
         if (!rc)
             rc = cli_train_check_resume(c, c->resume,
                                         clef_st_meta_get(&f, "train"), err);
+        const char *es = clef_st_meta_get(&f, "early_stopping");
+        if (!rc && es && !(t->es.meta = strdup(es)))
+            rc = clef_err_set(err, CLEF_ERR_RUN, "out of memory");
         clef_st_close(&f);
         return rc;
     }
@@ -99,6 +119,189 @@ static int load_head(train_run *t, clef_err *err)
                               cfg->w, cfg->h);
     t->hd.step = 0; // fresh optimiser state
     return 0;
+}
+
+// ------------------------------------------------------ early stopping --
+
+static void best_path(const train_run *t, long step, char *out, size_t n)
+{
+    snprintf(out, n, "%s/best-%ld.safetensors", t->c.run_dir, step);
+}
+
+static int es_stopped(const train_run *t)
+{
+    return t->es.on && t->es.bad >= t->c.patience;
+}
+
+static int params_sha(const train_run *t, const float *w,
+                      char hex[CLEF_SHA256_HEX])
+{
+    return clef_sha256_hex(w, t->hd.nparams * sizeof(float), hex);
+}
+
+// The best weights of the resumed state, from best-<step>.safetensors; they
+// must be the bits the checkpoint recorded (best_sha256).
+static int es_load_best(train_run *t, const char *sha, clef_err *err)
+{
+    char path[PATH_MAX], hex[CLEF_SHA256_HEX] = "";
+    best_path(t, t->es.best_step, path, sizeof(path));
+    clef_head h2;
+    clef_err e2 = {0};
+    if (clef_weights_load(path, t->pkg.cfg.h, &h2, &e2))
+        return clef_err_input(err, path, NULL, "--resume",
+                              "the checkpoint's early-stopping best weights "
+                              "(step %ld) cannot be read: %s",
+                              t->es.best_step, e2.msg);
+    int same = h2.nparams == t->hd.nparams &&
+               !memcmp(&h2.cfg, &t->hd.cfg, sizeof(h2.cfg)) &&
+               !params_sha(t, h2.params, hex) && sha &&
+               clef_sha256_equal(hex, sha);
+    if (same)
+        memcpy(t->es.best, h2.params, t->hd.nparams * sizeof(float));
+    clef_head_free(&h2);
+    if (!same)
+        return clef_err_input(err, path, NULL, "best_sha256",
+                              "these are not the best weights (step %ld) "
+                              "that %s recorded", t->es.best_step,
+                              t->c.resume);
+    t->es.written = t->es.best_step;
+    return 0;
+}
+
+// The resumed checkpoint's __metadata__.early_stopping: {"best_step",
+// "best_loss" (C99 hex float), "bad", "best_sha256", ...}.
+static int es_restore(train_run *t, clef_err *err)
+{
+    json_error_t je;
+    json_t *j = json_loads(t->es.meta, 0, &je);
+    json_t *bs = json_object_get(j, "best_step");
+    json_t *bad = json_object_get(j, "bad");
+    const char *loss = json_string_value(json_object_get(j, "best_loss"));
+    char *end = NULL;
+    double l = loss ? strtod(loss, &end) : NAN;
+    long step = (long)json_integer_value(bs);
+    json_int_t nbad = json_integer_value(bad);
+    int rc = 0;
+    if (!json_is_integer(bs) || !json_is_integer(bad) || !loss || *end ||
+        step < -1 || step > t->start_step || nbad < 0 || nbad > INT_MAX ||
+        (step >= 0) != (isfinite(l) != 0)) {
+        rc = clef_err_input(err, t->c.resume, NULL,
+                            "__metadata__.early_stopping",
+                            "not the early-stopping state of this run "
+                            "(best_step, best_loss, bad)");
+        goto cleanup;
+    }
+    t->es.best_step = step;
+    t->es.best_loss = l;
+    t->es.bad = (int)nbad;
+    if (step >= 0)
+        rc = es_load_best(
+            t, json_string_value(json_object_get(j, "best_sha256")), err);
+cleanup:
+    json_decref(j);
+    return rc;
+}
+
+// Before anything is written: --patience needs a validation record; a
+// resumed run continues the checkpoint's early stopping.
+static int es_setup(train_run *t, clef_err *err)
+{
+    const train_cfg *c = &t->c;
+    early_stop *es = &t->es;
+    es->on = c->patience > 0;
+    es->best_step = -1;
+    es->written = -1;
+    es->best_loss = INFINITY;
+    if (!es->on)
+        return 0;
+    if (t->pkg.nsplit[CLEF_SPLIT_VALIDATION] == 0)
+        return clef_err_input(err, t->pkg.manifest, NULL, "--patience",
+                              "early stopping needs a record with split "
+                              "\"validation\"; the package has none");
+    if (!(es->best = malloc(t->hd.nparams * sizeof(float))))
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    if (!c->resume)
+        return 0;
+    if (!es->meta)
+        return clef_err_input(err, c->resume, NULL, "--patience",
+                              "the checkpoint holds no early-stopping state "
+                              "(it was trained without --patience): resume "
+                              "without --patience or start a new run");
+    return es_restore(t, err);
+}
+
+// One --eval-every evaluation: an improvement beats the best validation
+// loss by more than --min-delta.
+static void es_observe(train_run *t, long step, const cli_eval *ev)
+{
+    early_stop *es = &t->es;
+    double loss = ev->loss[CLEF_SPLIT_VALIDATION];
+    if (isfinite(loss) && loss < es->best_loss - t->c.min_delta) {
+        es->best_loss = loss;
+        es->best_step = step;
+        es->bad = 0;
+        memcpy(es->best, t->hd.params, t->hd.nparams * sizeof(float));
+    } else {
+        es->bad++;
+    }
+}
+
+// The state for the checkpoint's metadata (malloc'd JSON), NULL when off.
+static char *es_meta(const train_run *t)
+{
+    char loss[64], hex[CLEF_SHA256_HEX] = "";
+    snprintf(loss, sizeof(loss), "%a", t->es.best_loss);
+    if (t->es.best_step >= 0 && params_sha(t, t->es.best, hex))
+        return NULL;
+    json_t *j = json_pack("{s:i, s:f, s:I, s:s, s:i, s:s}", "patience",
+                          t->c.patience, "min_delta", t->c.min_delta,
+                          "best_step", (json_int_t)t->es.best_step,
+                          "best_loss", loss, "bad", t->es.bad,
+                          "best_sha256", hex);
+    char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    return out;
+}
+
+// best-<best_step>.safetensors (atomic), before a checkpoint refers to it.
+static int es_write_best(train_run *t, clef_err *err)
+{
+    early_stop *es = &t->es;
+    if (!es->on || es->best_step < 0 || es->written == es->best_step)
+        return 0;
+    clef_head view = t->hd;
+    view.params = es->best;
+    size_t at = 0;
+    int ti = clef_first_nonfinite(&view, es->best, &at);
+    if (ti >= 0)
+        return clef_err_set(err, CLEF_ERR_RUN,
+                            "non-finite best parameter %s[%zu] (step %ld): "
+                            "nothing written", view.tensors[ti].name, at,
+                            es->best_step);
+    char path[PATH_MAX], step[32];
+    best_path(t, es->best_step, path, sizeof(path));
+    snprintf(step, sizeof(step), "%ld", es->best_step);
+    clef_st_meta meta[2] = {{"package_sha256", t->pkg.sha256},
+                            {"step", step}};
+    int rc = clef_weights_save(path, &view, meta, 2, err);
+    if (!rc)
+        es->written = es->best_step;
+    return rc;
+}
+
+static json_t *es_json(const train_run *t)
+{
+    const early_stop *es = &t->es;
+    if (!es->on)
+        return json_null();
+    return json_pack(
+        "{s:i, s:f, s:o, s:o, s:I, s:b}", "patience", t->c.patience,
+        "min_delta", t->c.min_delta, "best_step",
+        es->best_step >= 0 ? json_integer(es->best_step) : json_null(),
+        "best_validation_loss",
+        es->best_step >= 0 ? json_real(es->best_loss) : json_null(),
+        "stopped_at_step", (json_int_t)t->hd.step, "stopped_early",
+        es_stopped(t) && t->hd.step < t->total_steps);
 }
 
 // Everything that can make the run exit 2, before anything is written.
@@ -135,6 +338,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
                               "the checkpoint is at step %ld, past the %ld "
                               "steps of %d epochs", t->start_step,
                               t->total_steps, c->epochs);
+    if ((rc = es_setup(t, err)))
+        return rc;
     // the run dir: absent or empty, or the folder of --resume; writable
     if ((rc = cli_run_dir_check(c->run_dir, c->resume, err)) ||
         (rc = cli_outputs_not_inputs(c, &t->pkg, err)))
@@ -228,7 +433,8 @@ static json_t *split_acc(const cli_eval *ev, int s)
                        : json_null();
 }
 
-static json_t *metrics_json(const cli_eval *b, const cli_eval *a)
+static json_t *metrics_json(const clef_package *pkg, const cli_eval *b,
+                            const cli_eval *a)
 {
     json_t *m = json_object();
     const int T = CLEF_SPLIT_TRAIN, V = CLEF_SPLIT_VALIDATION;
@@ -240,6 +446,16 @@ static json_t *metrics_json(const cli_eval *b, const cli_eval *a)
     json_object_set_new(m, "train_accuracy_after", split_acc(a, T));
     json_object_set_new(m, "validation_accuracy_before", split_acc(b, V));
     json_object_set_new(m, "validation_accuracy_after", split_acc(a, V));
+    json_t *pa = cli_per_question_json(pkg, a, CLI_SPLITS_ALL);
+    json_t *pb = cli_per_question_json(pkg, b, CLI_SPLITS_ALL);
+    json_object_set_new(m, "per_question",
+                        pa && pb ? json_pack("{s:o, s:o}", "after", pa,
+                                             "before", pb)
+                                 : json_null());
+    if (!(pa && pb)) {
+        json_decref(pa);
+        json_decref(pb);
+    }
     return m;
 }
 
@@ -286,11 +502,17 @@ static json_t *records_json(const clef_package *pkg, const cli_eval *ev)
     return arr;
 }
 
-static json_t *history_point(long step, const cli_eval *ev)
+static json_t *history_point(const clef_package *pkg, long step,
+                             const cli_eval *ev)
 {
-    return json_pack("{s:I, s:o, s:o}", "step", (json_int_t)step,
+    const int V = CLEF_SPLIT_VALIDATION;
+    json_t *perq = cli_split_accuracy_json(pkg, ev, V);
+    return json_pack("{s:I, s:o, s:o, s:o, s:o}", "step", (json_int_t)step,
                      "train_loss", split_loss(ev, CLEF_SPLIT_TRAIN),
-                     "validation_loss", split_loss(ev, CLEF_SPLIT_VALIDATION));
+                     "validation_loss", split_loss(ev, V),
+                     "validation_accuracy", split_acc(ev, V),
+                     "validation_accuracy_per_question",
+                     perq ? perq : json_null());
 }
 
 // ------------------------------------------------------- checkpoints --
@@ -323,29 +545,41 @@ static int save_checkpoint(train_run *t, clef_err *err)
 {
     char path[PATH_MAX], epoch[32], pos[32];
     int rc = check_finite_state(t, err);
-    if (rc)
+    if (rc || (rc = es_write_best(t, err)))
         return rc;
+    char *es = t->es.on ? es_meta(t) : NULL;
+    if (t->es.on && !es)
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     long nb = t->plan.nbatches ? t->plan.nbatches : 1;
     snprintf(epoch, sizeof(epoch), "%ld", t->hd.step / nb);
     snprintf(pos, sizeof(pos), "%ld", t->hd.step % nb);
     json_t *tj = cli_train_settings(&t->c, NULL, 0);
     char *train = json_dumps(tj, JSON_COMPACT);
     json_decref(tj);
-    clef_st_meta meta[4] = {{"epoch", epoch},
+    clef_st_meta meta[5] = {{"epoch", epoch},
                             {"position", pos},
                             {"package_sha256", t->pkg.sha256},
-                            {"train", train ? train : "{}"}};
+                            {"train", train ? train : "{}"},
+                            {"early_stopping", es}};
     ckpt_path(t, t->hd.step, path, sizeof(path));
-    rc = clef_checkpoint_save(path, &t->hd, meta, 4, err);
+    rc = clef_checkpoint_save(path, &t->hd, meta, es ? 5 : 4, err);
     free(train);
-    if (!rc && (t->nhist == 0 || t->hist[t->nhist - 1] != t->hd.step)) {
-        long *h = realloc(t->hist, (size_t)(t->nhist + 1) * sizeof(long));
-        if (!h)
+    free(es);
+    if (rc)
+        return rc;
+    if (t->nhist == 0 || t->hist[t->nhist - 1] != t->hd.step) {
+        size_t sz = (size_t)(t->nhist + 1) * sizeof(long);
+        long *h = realloc(t->hist, sz);
+        if (h)
+            t->hist = h;
+        long *hb = h ? realloc(t->hbest, sz) : NULL;
+        if (!hb)
             return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
-        t->hist = h;
+        t->hbest = hb;
         t->hist[t->nhist++] = t->hd.step;
     }
-    return rc;
+    t->hbest[t->nhist - 1] = t->es.on ? t->es.best_step : -1;
+    return 0;
 }
 
 static int cmp_long(const void *a, const void *b)
@@ -354,9 +588,12 @@ static int cmp_long(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-// Steps of the checkpoints in the run dir, ascending. Returns the count.
-static int list_checkpoints(const train_run *t, long *steps, int cap)
+// Steps of the files "<prefix><step>.safetensors" in the run dir,
+// ascending. Returns the count.
+static int list_steps(const train_run *t, const char *prefix, long *steps,
+                      int cap)
 {
+    size_t np = strlen(prefix);
     DIR *d = opendir(t->c.run_dir);
     if (!d)
         return 0;
@@ -365,7 +602,8 @@ static int list_checkpoints(const train_run *t, long *steps, int cap)
     while ((e = readdir(d))) {
         long s;
         char tail[32];
-        if (sscanf(e->d_name, "checkpoint-%ld%31s", &s, tail) == 2 &&
+        if (!strncmp(e->d_name, prefix, np) &&
+            sscanf(e->d_name + np, "%ld%31s", &s, tail) == 2 &&
             !strcmp(tail, ".safetensors") && n < cap)
             steps[n++] = s;
     }
@@ -380,15 +618,46 @@ static int list_checkpoints(const train_run *t, long *steps, int cap)
 static int history_init(train_run *t)
 {
     long steps[4096];
-    int n = list_checkpoints(t, steps, 4096), k = 0;
+    int n = list_steps(t, "checkpoint-", steps, 4096), k = 0;
     t->hist = malloc((size_t)(n + 1) * sizeof(long));
-    if (!t->hist)
+    t->hbest = malloc((size_t)(n + 1) * sizeof(long));
+    if (!t->hist || !t->hbest)
         return -1;
     for (int i = 0; i < n; i++)
-        if (t->c.resume && steps[i] <= t->start_step)
+        if (t->c.resume && steps[i] <= t->start_step) {
+            // only the resumed checkpoint's best is known
+            t->hbest[k] = steps[i] == t->start_step && t->es.on
+                              ? t->es.best_step
+                              : -2;
             t->hist[k++] = steps[i];
+        }
     t->nhist = k;
     return 0;
+}
+
+// Removes the best-<b> files no kept checkpoint refers to: b below the
+// oldest best_step the kept ones name (best steps only grow along a run;
+// best-<b> is the weights at step b, the same in any future of the run).
+// Nothing when a kept checkpoint's best is unknown.
+static void prune_best(train_run *t)
+{
+    if (!t->es.on)
+        return;
+    long lo = LONG_MAX, steps[4096];
+    for (int i = 0; i < t->nhist; i++) {
+        if (t->hbest[i] == -2)
+            return;
+        if (t->hbest[i] >= 0 && t->hbest[i] < lo)
+            lo = t->hbest[i];
+    }
+    if (lo == LONG_MAX)
+        return;
+    int n = list_steps(t, "best-", steps, 4096);
+    for (int i = 0; i < n && steps[i] < lo; i++) {
+        char path[PATH_MAX];
+        best_path(t, steps[i], path, sizeof(path));
+        unlink(path);
+    }
 }
 
 // Keeps the newest --keep-checkpoints of the run's own history.
@@ -403,7 +672,9 @@ static void prune_checkpoints(train_run *t)
         unlink(path);
     }
     memmove(t->hist, t->hist + drop, (size_t)t->c.keep * sizeof(long));
+    memmove(t->hbest, t->hbest + drop, (size_t)t->c.keep * sizeof(long));
     t->nhist = t->c.keep;
+    prune_best(t);
 }
 
 // The final checkpoint reads back as the same params, moments and step
@@ -482,7 +753,7 @@ static int train_loop(train_run *t, clef_err *err)
     double loss = 0;
     int rc = 0;
     double t0 = cli_now();
-    while (t->hd.step < t->total_steps) {
+    while (t->hd.step < t->total_steps && !es_stopped(t)) {
         long s = t->hd.step;
         if (s / nb != epoch) {
             epoch = s / nb;
@@ -505,17 +776,21 @@ static int train_loop(train_run *t, clef_err *err)
         if (step == t->c.fault_step) // fault injection for the tests
             t->hd.params[t->hd.nparams - 1] = NAN;
         progress_show(&pb, t, step, loss, 0);
+        // never the test records: they are run once, after training
         if (t->c.eval_every && step % t->c.eval_every == 0 &&
-            step != t->total_steps) {
+            (step != t->total_steps || t->es.on)) {
             cli_eval ev;
-            if ((rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &ev,
-                                   err)))
+            if ((rc = cli_evaluate_splits(t->k, &t->hd, &t->pkg, t->ws, &t->o,
+                                          MASK_TRAIN_VALIDATION, &ev, err)))
                 break;
-            json_array_append_new(t->history, history_point(step, &ev));
+            json_array_append_new(t->history,
+                                  history_point(&t->pkg, step, &ev));
+            if (t->es.on)
+                es_observe(t, step, &ev);
             cli_eval_free(&ev);
         }
         if (t->c.checkpoint_every && step % t->c.checkpoint_every == 0 &&
-            step != t->total_steps) {
+            step != t->total_steps && !es_stopped(t)) {
             if ((rc = save_checkpoint(t, err)))
                 break;
             prune_checkpoints(t);
@@ -573,7 +848,9 @@ static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
         json_object_set_new(j, "provenance",
                             json_loads(t->pkg.provenance, 0, NULL));
     if (t->before.z && t->after.z)
-        json_object_set_new(j, "metrics", metrics_json(&t->before, &t->after));
+        json_object_set_new(j, "metrics",
+                            metrics_json(&t->pkg, &t->before, &t->after));
+    json_object_set_new(j, "early_stopping", es_json(t));
     json_object_set_new(j, "history", json_incref(t->history));
     if (t->after.z)
         json_object_set_new(j, "records", records_json(&t->pkg, &t->after));
@@ -608,35 +885,68 @@ static int write_results(train_run *t, json_t *res, clef_err *err)
     return rc;
 }
 
-// Everything after the run dir exists. Failures here exit 1.
+// The history's last point is the end of training.
+static int final_history_point(train_run *t, const cli_eval *ev,
+                               clef_err *err)
+{
+    json_t *last = json_array_get(t->history, json_array_size(t->history) - 1);
+    if (last &&
+        json_integer_value(json_object_get(last, "step")) == t->hd.step)
+        return 0;
+    cli_eval own;
+    int rc = 0;
+    if (!ev && (rc = cli_evaluate_splits(t->k, &t->hd, &t->pkg, t->ws, &t->o,
+                                         MASK_TRAIN_VALIDATION, &own, err)))
+        return rc;
+    json_array_append_new(t->history,
+                          history_point(&t->pkg, t->hd.step, ev ? ev : &own));
+    if (!ev)
+        cli_eval_free(&own);
+    return 0;
+}
+
+// Every record, test included, with the weights that are exported.
+static int evaluate_after(train_run *t, clef_err *err)
+{
+    int rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &t->after, err);
+    if (rc)
+        return rc;
+    for (long i = 0; i < (long)t->after.zoff[t->pkg.nrecords]; i++)
+        if (!isfinite(t->after.z[i]))
+            return clef_err_set(err, CLEF_ERR_RUN,
+                                "non-finite logit after training");
+    return 0;
+}
+
+// Everything after the run dir exists. Failures here exit 1. With early
+// stopping the checkpoint keeps the latest state, then the best weights
+// replace the parameters for the evaluation after training and the export.
 static int run(train_run *t, clef_err *err)
 {
     int rc, checks[3] = {0, 0, 0};
     char wpath[PATH_MAX + 32];
     const char *weights = NULL;
+    const int es = t->es.on;
     if ((rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &t->before,
                            err)))
         goto out;
-    json_array_append_new(t->history, history_point(t->hd.step, &t->before));
+    json_array_append_new(t->history,
+                          history_point(&t->pkg, t->hd.step, &t->before));
     if ((rc = train_loop(t, err)))
         goto out;
-    if ((rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &t->after,
-                           err)))
+    if (!es && ((rc = evaluate_after(t, err)) ||
+                (rc = final_history_point(t, &t->after, err))))
         goto out;
-    for (long i = 0; i < (long)t->after.zoff[t->pkg.nrecords]; i++)
-        if (!isfinite(t->after.z[i])) {
-            rc = clef_err_set(err, CLEF_ERR_RUN,
-                              "non-finite logit after training");
-            goto out;
-        }
-    json_t *last = json_array_get(t->history, json_array_size(t->history) - 1);
-    if (!last ||
-        json_integer_value(json_object_get(last, "step")) != t->hd.step)
-        json_array_append_new(t->history,
-                              history_point(t->hd.step, &t->after));
+    if (es && (rc = final_history_point(t, NULL, err)))
+        goto out;
     if ((rc = save_checkpoint(t, err)))
         goto out;
     prune_checkpoints(t);
+    checks[1] = checkpoint_reloads(t);
+    if (es && t->es.best_step >= 0)
+        memcpy(t->hd.params, t->es.best, t->hd.nparams * sizeof(float));
+    if (es && (rc = evaluate_after(t, err)))
+        goto out;
     snprintf(wpath, sizeof(wpath), "%s/weights.safetensors", t->c.run_dir);
     clef_st_meta meta[2] = {{"package_sha256", t->pkg.sha256},
                             {"provenance", t->pkg.provenance}};
@@ -645,7 +955,6 @@ static int run(train_run *t, clef_err *err)
         goto out;
     weights = wpath;
     checks[0] = frozen_unchanged(t);
-    checks[1] = checkpoint_reloads(t);
     checks[2] = export_parity(t, wpath);
     static const char *names[3] = {"frozen_inputs_unchanged",
                                    "checkpoint_reload", "export_parity"};
@@ -677,6 +986,11 @@ static void print_summary(const train_run *t)
     if (a->nq[CLEF_SPLIT_VALIDATION])
         printf(", validation loss %.6g -> %.6g",
                b->loss[CLEF_SPLIT_VALIDATION], a->loss[CLEF_SPLIT_VALIDATION]);
+    if (t->es.on && t->es.best_step >= 0)
+        printf(", early stopping: best step %ld (validation loss %.6g)%s",
+               t->es.best_step, t->es.best_loss,
+               es_stopped(t) && t->hd.step < t->total_steps ? ", stopped early"
+                                                            : "");
     printf("\nweights: %s/weights.safetensors\nresult: %s/result.json\n",
            t->run_abs, t->run_abs);
 }
@@ -723,6 +1037,9 @@ int cli_train(int argc, char **argv)
         print_summary(t);
     json_decref(t->history);
     free(t->hist);
+    free(t->hbest);
+    free(t->es.best);
+    free(t->es.meta);
     free_hashes(t->frozen, t->nfrozen);
     cli_eval_free(&t->before);
     cli_eval_free(&t->after);

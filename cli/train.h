@@ -11,6 +11,9 @@ typedef struct train_cfg {
     const char *backend;
     int epochs, batch, keep, threads, quiet, bucketed, decay_all;
     long checkpoint_every, eval_every;
+    int patience;     // --patience K (0: no early stopping)
+    double min_delta; // --min-delta X
+    int has_min_delta;
     long fault_step; // CLEF_FAULT_NAN_STEP: a NaN parameter after this update
     double lr, b1, b2, eps, wd, max_grad_norm, smoothing, brier, ordinal;
     uint64_t seed;
@@ -26,6 +29,14 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
 // A resumed run must keep the checkpoint's update settings.
 int cli_train_check_resume(const train_cfg *c, const char *ckpt,
                            const char *train_json, clef_err *err);
+
+// ---- evaluation of some splits (cli/eval.c) ----
+// cli_evaluate on the records whose split is in mask (1 << CLEF_SPLIT_*);
+// the others are not run (their z and p are 0, their split's nq 0).
+int cli_evaluate_splits(const clef_kernels *k, const clef_head *hd,
+                        const clef_package *pkg, clef_ws *ws,
+                        const clef_train_opts *o, unsigned mask,
+                        cli_eval *ev, clef_err *err);
 
 // ---- the run dir (cli/run_dir.c) ----
 // Before anything is written: run_dir is absent (and creatable), empty but

@@ -16,6 +16,7 @@ const char *cli_train_help =
     "       [--init WEIGHTS.safetensors] [--seed S=3407]\n"
     "       [--resume CHECKPOINT] [--checkpoint-every N=0]\n"
     "       [--keep-checkpoints K=3] [--eval-every N=0]\n"
+    "       [--patience K] [--min-delta X=0]\n"
     "       [--batching sequential|bucketed] [--backend NAME=auto]\n"
     "       [--threads N] [--quiet]\n"
     "\n"
@@ -24,7 +25,23 @@ const char *cli_train_help =
     "weights.safetensors, checkpoint-<step>.safetensors and result.json\n"
     "(also written to --json-out). Every record is evaluated before and\n"
     "after training; `history` holds the train and validation losses at\n"
-    "step 0 (or the resumed step), every --eval-every steps and at the end.\n"
+    "step 0 (or the resumed step), every --eval-every steps and at the end,\n"
+    "with the validation accuracy overall and per question;\n"
+    "metrics.per_question has n, options, accuracy, macro_f1, nll, ece\n"
+    "(15 bins) and the confusion matrix per split and question, before and\n"
+    "after. The --eval-every evaluations never run the test records.\n"
+    "\n"
+    "--patience K (K >= 1; needs --eval-every N > 0 and a validation\n"
+    "record): early stopping. The evaluations at steps N, 2N, ... keep the\n"
+    "weights of the lowest validation loss (an improvement beats the best\n"
+    "by more than --min-delta X, default 0); training stops after K\n"
+    "evaluations in a row without one. weights.safetensors, the metrics\n"
+    "after training and the records' logits are those best weights;\n"
+    "checkpoints hold the latest state plus the early-stopping state, and\n"
+    "best-<step>.safetensors the best weights they refer to, so a resumed\n"
+    "run stops and exports exactly as an uninterrupted one. result.json:\n"
+    "early_stopping {patience, min_delta, best_step, best_validation_loss,\n"
+    "stopped_at_step, stopped_early}.\n"
     "\n"
     "--batching sequential: each epoch cuts the train records, in manifest\n"
     "order, into consecutive groups of B; one AdamW update per group, loss =\n"
@@ -117,6 +134,15 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
             cli_parse_int("--keep-checkpoints", v, 0, big, &c->keep, err))
         NUM("--eval-every",
             cli_parse_long("--eval-every", v, 0, big, &c->eval_every, err))
+        NUM("--patience",
+            cli_parse_int("--patience", v, 1, big, &c->patience, err))
+        if ((r = cli_flag(argc, argv, &i, "--min-delta", 1, &v, err))) {
+            if (r < 0 || cli_parse_double("--min-delta", v, 0, 1e30,
+                                          &c->min_delta, err))
+                return CLEF_ERR_INPUT;
+            c->has_min_delta = 1;
+            continue;
+        }
         NUM("--threads",
             cli_parse_int("--threads", v, 1, 4096, &c->threads, err))
         if ((r = cli_flag(argc, argv, &i, "--decay-scope", 1, &v, err))) {
@@ -161,6 +187,15 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
         return clef_err_input(err, NULL, NULL, "--betas",
                               "%.9g,%.9g: each must round to a float below 1",
                               c->b1, c->b2);
+    if (c->has_min_delta && !c->patience)
+        return clef_err_input(err, NULL, NULL, "--min-delta",
+                              "needs --patience (it is the early-stopping "
+                              "threshold)");
+    if (c->patience && c->eval_every <= 0)
+        return clef_err_input(err, NULL, NULL, "--patience",
+                              "needs --eval-every N > 0 (early stopping "
+                              "counts the validation evaluations every N "
+                              "steps)");
     // Fault injection (tests only): the update of step N leaves a NaN in
     // the last parameter, to check that nothing non-finite is ever written.
     const char *fault = getenv("CLEF_FAULT_NAN_STEP");
