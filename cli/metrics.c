@@ -19,7 +19,7 @@ static int row_argmax(const float *x, int k)
 static int ece_bin(float c)
 {
     double b = ceil((double)c * CLI_ECE_BINS) - 1;
-    if (b < 0)
+    if (!(b >= 0))
         return 0;
     return b > CLI_ECE_BINS - 1 ? CLI_ECE_BINS - 1 : (int)b;
 }
@@ -65,6 +65,9 @@ int cli_metrics_compute(const float *p, const int *label, const float *target,
         return -1;
     for (int i = 0; i < n; i++)
         if (label[i] < 0 || label[i] >= k)
+            return -1;
+    for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
+        if (!isfinite(p[i]) || (target && !isfinite(target[i])))
             return -1;
     memset(m->confusion, 0, (size_t)k * (size_t)k * sizeof(int));
     double bin_n[CLI_ECE_BINS] = {0}, bin_acc[CLI_ECE_BINS] = {0},
@@ -257,14 +260,10 @@ static json_t *split_json(const clef_package *pkg, const cli_eval *ev,
         if (s[i].k < 2)
             continue;
         cli_qmetrics m = {0};
-        if (compute_set(pkg, ev, split, &s[i], &m)) {
-            free(m.confusion);
-            *fail = 1;
-            break;
-        }
-        json_object_set_new(out, s[i].qid,
-                            full ? question_json(&s[i], &m)
-                                 : json_real(m.accuracy));
+        json_t *q = NULL; // null: non-finite probabilities
+        if (!compute_set(pkg, ev, split, &s[i], &m))
+            q = full ? question_json(&s[i], &m) : json_real(m.accuracy);
+        json_object_set_new(out, s[i].qid, q ? q : json_null());
         free(m.confusion);
     }
     qsets_free(s, n);

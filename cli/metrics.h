@@ -25,7 +25,8 @@ typedef struct cli_qmetrics {
 // confidence c falls into bin ceil(15 c) − 1 (bins (b/15, (b+1)/15], c = 0
 // into bin 0, c = 1 into bin 14). log p is taken of max(p, FLT_MIN), so an
 // underflowed probability gives a large finite NLL. m->confusion must hold
-// k·k ints. Returns 0, or −1 when n < 1, k < 1 or a label is out of range.
+// k·k ints. Returns 0, or −1 when n < 1, k < 1, a label is out of range or
+// a probability or target is not finite.
 int cli_metrics_compute(const float *p, const int *label, const float *target,
                         int n, int k, cli_qmetrics *m);
 
@@ -38,7 +39,8 @@ int cli_metrics_compute(const float *p, const int *label, const float *target,
 // lists in first-seen order (options_differ says when they are not all the
 // same); each record's probabilities are placed into that union (absent
 // options 0). Question instances with one option, and ids whose union has one
-// option, are left out. NULL when out of memory.
+// option, are left out; an id whose probabilities are not all finite (or
+// out of memory) gets null. NULL when out of memory.
 json_t *cli_per_question_json(const clef_package *pkg, const cli_eval *ev,
                               unsigned mask);
 // {"<qid>": accuracy} of one split (the history's per-question accuracy).

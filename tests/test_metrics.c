@@ -115,6 +115,10 @@ Test(metrics, bad_input_is_refused)
     cr_expect_eq(cli_metrics_compute(p, l2, NULL, 1, 2, &m), -1);
     cr_expect_eq(cli_metrics_compute(p, ln, NULL, 1, 2, &m), -1);
     cr_expect_eq(cli_metrics_compute(p, ln, NULL, 0, 2, &m), -1);
+    // non-finite probabilities (a diverged head) are refused, not binned
+    const float pn[2] = {NAN, NAN};
+    int l0[1] = {0};
+    cr_expect_eq(cli_metrics_compute(pn, l0, NULL, 1, 2, &m), -1);
 }
 
 // ---- per question id over records ----
