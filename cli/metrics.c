@@ -260,10 +260,11 @@ static json_t *split_json(const clef_package *pkg, const cli_eval *ev,
         if (s[i].k < 2)
             continue;
         cli_qmetrics m = {0};
-        json_t *q = NULL; // null: non-finite probabilities
+        json_t *q = NULL; // left out: non-finite probabilities
         if (!compute_set(pkg, ev, split, &s[i], &m))
             q = full ? question_json(&s[i], &m) : json_real(m.accuracy);
-        json_object_set_new(out, s[i].qid, q ? q : json_null());
+        if (q)
+            json_object_set_new(out, s[i].qid, q);
         free(m.confusion);
     }
     qsets_free(s, n);

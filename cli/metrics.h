@@ -39,8 +39,8 @@ int cli_metrics_compute(const float *p, const int *label, const float *target,
 // lists in first-seen order (options_differ says when they are not all the
 // same); each record's probabilities are placed into that union (absent
 // options 0). Question instances with one option, and ids whose union has one
-// option, are left out; an id whose probabilities are not all finite (or
-// out of memory) gets null. NULL when out of memory.
+// option, are left out, and so is an id whose probabilities are not all
+// finite (a diverged run). NULL when out of memory.
 json_t *cli_per_question_json(const clef_package *pkg, const cli_eval *ev,
                               unsigned mask);
 // {"<qid>": accuracy} of one split (the history's per-question accuracy).
