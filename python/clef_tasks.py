@@ -16,6 +16,9 @@ the question's instruction names it (`... the word "word" marked with
 ** ...`), so both the question span and the memory carry it. Splits are
 by document, stratified by genre: no document is on both sides.
 
+Requests are written in a seeded shuffled order, so that the manifest
+order (`clef train --batching sequential`) has no runs of one class.
+
 Variants of the test split (the schema head's claim, what a fixed
 classifier cannot do): options listed in another order, a distractor
 option that is never right, reworded option descriptions.
@@ -149,6 +152,7 @@ def uci_requests(root, per_source=None, seed=SPLIT_SEED):
              "labels": {"source": src,
                         "positive": "true" if c else "false"}}
             for rid, src, c, text in rows]
+    random.Random(seed + 3).shuffle(reqs)  # no runs of one class
     return reqs, {"sentences": len(rows), "duplicates_dropped": dups}
 
 
@@ -256,6 +260,7 @@ def brown_requests(root, per_document=3, seed=SPLIT_SEED,
                          "questions": brown_questions(words[i]),
                          "labels": {"genre": cats[doc],
                                     "pos": brown_coarse(s[i][1])}})
+    random.Random(seed + 3).shuffle(reqs)  # no runs of one genre
     return reqs, {"documents": len(cats), "sentences": len(reqs)}
 
 
