@@ -83,18 +83,6 @@ def parse_args(argv):
     return a
 
 
-def load_backbone(name, cache_dir):
-    """The registry's backbone (python/backbones), or a plug-in given as
-    module.path:ClassName (constructed with cache_dir=...)."""
-    if ":" in name:
-        import importlib
-        module, cls = name.split(":", 1)
-        return getattr(importlib.import_module(module), cls)(
-            cache_dir=cache_dir)
-    import backbones
-    return backbones.load(name, cache_dir=cache_dir)
-
-
 def read_requests(path, option_order):
     """[(line number, request, parsed questions)]; InputError on a bad one."""
     try:
@@ -257,7 +245,8 @@ def main(argv):
         check_out_dir(a.out)
         requests = read_requests(a.requests, a.option_order)
         try:
-            bb = load_backbone(a.backbone, a.cache_dir)
+            import backbones
+            bb = backbones.load(a.backbone, cache_dir=a.cache_dir)
         except (KeyError, ImportError, AttributeError, ValueError) as e:
             raise InputError("--backbone %s: %s" % (a.backbone, e))
         a.window = a.max_tokens or bb.window

@@ -274,6 +274,16 @@ class Command(unittest.TestCase):
         reqs[1]["split"] = "dev"
         self.bad(reqs, ["r.jsonl:2", "split"])
 
+    def test_unknown_backbone(self):
+        path = self.write_requests(self.requests())
+        for name in ("no-such-backbone", "no_such_module:Cls"):
+            out = os.path.join(self.tmp, "o")
+            p = run_capture(["--requests", path, "--backbone", name,
+                             "--out", out])
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn("--backbone", p.stderr)
+            self.assertFalse(os.path.exists(out))
+
     def test_existing_out_refused(self):
         path = self.write_requests(self.requests())
         out = os.path.join(self.tmp, "full")
