@@ -908,10 +908,12 @@ def sec_examples(ctx):
         conf = max(q["probabilities"])
         (wrong if choice != q["label"] else right).append((i, r, q, choice,
                                                            conf))
-    # mistakes first, the most confident first; then correct ones in order
+    # mistakes first, the most confident first; then correct ones in
+    # order: at most half the rows each while the other kind has rows left
     wrong.sort(key=lambda t: (-t[4], t[0]))
     right.sort(key=lambda t: t[0])
-    shown = (wrong + right)[:MAX_EXAMPLES]
+    nw = min(len(wrong), max(MAX_EXAMPLES // 2, MAX_EXAMPLES - len(right)))
+    shown = (wrong[:nw] + right)[:MAX_EXAMPLES]
     rows = []
     for _, r, q, choice, _ in shown:
         state, qtext = request_text((reqs or {}).get(r["id"]), q["id"])
@@ -943,9 +945,9 @@ def sec_examples(ctx):
         "", "record", "question", "text", "probabilities (after training)",
         "choice", "label"))
     intro = '<p>%s split: %d labelled questions, %d mistake(s); showing %d ' \
-            '(mistakes first, most confident first, then correct ones in ' \
-            'manifest order). Bold: the choice; underlined: the label.</p>' % (
-                esc(split), len(pairs), len(wrong), len(shown))
+            '(up to half of them mistakes, most confident first, then correct ' \
+            'ones in manifest order). Bold: the choice; underlined: the ' \
+            'label.</p>' % (esc(split), len(pairs), len(wrong), len(shown))
     return section("examples", "Held-out examples",
                    intro + '<table class="examples"><thead><tr>%s</tr>'
                    '</thead><tbody>%s</tbody></table>' % (head, "".join(rows)))
