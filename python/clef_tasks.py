@@ -266,6 +266,22 @@ def brown_requests(root, per_document=3, seed=SPLIT_SEED,
     return reqs, {"documents": len(cats), "sentences": len(reqs)}
 
 
+def with_option_order(req, order, rng=None):
+    """The request with every choice question's criteria in `order`:
+    "sorted" (by id, as the reference layout lists them) or "shuffled"
+    (by rng). Capture it with --option-order given to keep that order."""
+    qs = {}
+    for qid, q in req["questions"].items():
+        q = dict(q)
+        if q.get("type") == "choice" and isinstance(q.get("criteria"), dict):
+            keys = sorted(q["criteria"])
+            if order == "shuffled":
+                rng.shuffle(keys)
+            q["criteria"] = {k: q["criteria"][k] for k in keys}
+        qs[qid] = q
+    return dict(req, questions=qs)
+
+
 def write_jsonl(path, reqs):
     with open(path, "w", encoding="utf-8") as f:
         for r in reqs:
