@@ -84,6 +84,19 @@ def capture(req_path, out, a, log, option_order="sorted"):
     run(cmd, log)
 
 
+def finished_run(rd, cmd):
+    """result.json of a run dir that this very command finished, or None
+    (the command is kept beside it as command.json)."""
+    try:
+        with open(os.path.join(rd, "command.json")) as f:
+            done = json.load(f)
+        with open(os.path.join(rd, "result.json")) as f:
+            res = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return res if done == cmd and res.get("status") == "ok" else None
+
+
 def labels_of(manifest):
     """{(record, question): (label index or None, target or None)}."""
     out = {}
@@ -267,16 +280,21 @@ def main(argv):
     t0 = time.time()
     for seed in a.seeds:
         rd = os.path.join(a.out, "run-seed%d" % seed)
-        shutil.rmtree(rd, ignore_errors=True)
-        run([clef_bin(), "train", "--package",
-             os.path.join(pkg, "package.json"), "--run-dir", rd,
-             "--epochs", str(a.epochs), "--batch", str(a.batch),
-             "--lr", a.lr, "--eps", a.eps, "--max-grad-norm",
-             a.max_grad_norm, "--batching", "bucketed",
-             "--seed", str(seed), "--eval-every", str(per_train),
-             "--patience", str(a.patience), "--quiet"], log)
-        with open(os.path.join(rd, "result.json")) as f:
-            res = json.load(f)
+        cmd = [clef_bin(), "train", "--package",
+               os.path.join(pkg, "package.json"), "--run-dir", rd,
+               "--epochs", str(a.epochs), "--batch", str(a.batch),
+               "--lr", a.lr, "--eps", a.eps, "--max-grad-norm",
+               a.max_grad_norm, "--batching", "bucketed",
+               "--seed", str(seed), "--eval-every", str(per_train),
+               "--patience", str(a.patience), "--quiet"]
+        res = finished_run(rd, cmd)
+        if res is None:
+            shutil.rmtree(rd, ignore_errors=True)
+            run(cmd, log)
+            with open(os.path.join(rd, "result.json")) as f:
+                res = json.load(f)
+            with open(os.path.join(rd, "command.json"), "w") as f:
+                json.dump(cmd, f)
         runs.append({"seed": seed, "run_dir": rd,
                      "early_stopping": res.get("early_stopping"),
                      "train_s": res.get("timing", {}).get("train_s")})

@@ -104,25 +104,31 @@ def pooled_features(records, pool_spans=None):
 
 
 def _questions(records):
-    """{qid: options} in first-seen order; checks the options agree."""
+    """{qid: options} in first-seen order; checks the options agree.
+
+    Records may list the same options in another order (a schema whose
+    options were shuffled); labels and targets are then mapped onto the
+    first-seen order by option id.
+    """
     opts, first = {}, {}
     for r in records:
         for q in r["questions"]:
             qid, o = q["id"], list(q["options"])
             if qid not in opts:
                 opts[qid], first[qid] = o, r["id"]
-            elif opts[qid] != o:
+            elif sorted(opts[qid]) != sorted(o) or len(set(o)) != len(o):
                 raise ValueError(
                     "question %r: record %s has options %s but record %s "
-                    "has %s; a question id must keep one options list"
+                    "has %s; a question id must keep one set of options"
                     % (qid, r["id"], o, first[qid], opts[qid]))
     return opts
 
 
-def _question_data(records, qid, K):
+def _question_data(records, qid, options):
     """Per split: {"all": rows of the records carrying the question,
     "rows": those with a label or target, "Y": their targets (n, K), one-hot
     for a label, "soft": whether any target was given}."""
+    K = len(options)
     out = {s: {"rows": [], "Y": [], "soft": False} for s in SPLITS}
     for i, r in enumerate(records):
         mine = [q for q in r["questions"] if q["id"] == qid]
@@ -130,12 +136,14 @@ def _question_data(records, qid, K):
             raise ValueError("record %s: question %r appears %d times"
                              % (r["id"], qid, len(mine)))
         for q in mine:
+            pos = [options.index(o) for o in q["options"]]
             if "target" in q and q["target"] is not None:
-                y = np.asarray(q["target"], dtype=np.float64)
+                y = np.zeros(K)
+                y[pos] = np.asarray(q["target"], dtype=np.float64)
                 out[r["split"]]["soft"] = True
             elif "label" in q and q["label"] is not None:
                 y = np.zeros(K)
-                y[int(q["label"])] = 1.0
+                y[pos[int(q["label"])]] = 1.0
             else:
                 y = None
             out[r["split"]]["rows"].append((i, y))
@@ -307,7 +315,7 @@ def run_probes(manifest_path, pool_spans=None, seeds=(1, 2, 3),
     used_threads = torch.get_num_threads()
     ids = [r["id"] for r in records]
     try:
-        qparts = {q: _question_data(records, q, len(o))
+        qparts = {q: _question_data(records, q, o)
                   for q, o in questions.items()}
         models = []
         for name in MODELS:

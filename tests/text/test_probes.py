@@ -351,8 +351,8 @@ class PoolingTest(unittest.TestCase):
         flip = iter(range(1000))
 
         def lab(z):
-            opts = ["n", "y"] if next(flip) != 3 else ["y", "n"]
-            return [{"id": "q", "type": "noul", "options": opts,
+            opts = ["n", "y"] if next(flip) != 3 else ["n", "z"]
+            return [{"id": "q", "type": "choice", "options": opts,
                      "label": 0}]
         path = _write(os.path.join(self.tmp, "m"),
                       _records(rng, (4, 1, 1), HEAD["hidden_size"], lab))
@@ -362,7 +362,26 @@ class PoolingTest(unittest.TestCase):
             [sys.executable, os.path.join(ROOT, "python", "clef_probes.py"),
              "--package", path], capture_output=True, text=True, timeout=120)
         self.assertEqual(proc.returncode, 1)
-        self.assertIn("one options list", proc.stderr)
+        self.assertIn("one set of options", proc.stderr)
+
+    def test_reordered_options_map_by_id(self):
+        rng = np.random.default_rng(6)
+        flip = iter(range(1000))
+
+        def lab(z):
+            if next(flip) == 2:  # the same options, listed the other way
+                return [{"id": "q", "type": "choice", "options": ["y", "n"],
+                         "label": 0}]
+            return [{"id": "q", "type": "choice", "options": ["n", "y"],
+                     "label": 0}]
+        recs = _records(rng, (4, 1, 1), HEAD["hidden_size"], lab)
+        opts = clef_probes._questions(recs)
+        self.assertEqual(opts, {"q": ["n", "y"]})
+        parts = clef_probes._question_data(recs, "q", opts["q"])
+        Y = parts["train"]["Y"]
+        rows = list(parts["train"]["rows"])
+        self.assertEqual(Y[rows.index(2)].tolist(), [0.0, 1.0])  # "y"
+        self.assertEqual(Y[rows.index(0)].tolist(), [1.0, 0.0])  # "n"
 
 
 if __name__ == "__main__":
