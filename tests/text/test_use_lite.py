@@ -39,10 +39,14 @@ TFJS = {
 }
 
 _fetched = {}
+_unavailable = {}  # spec -> why: a failed fetch is tried once per process
 
 
 def packages(*specs):
     """{spec: unpacked path}, fetching once per process; SkipTest when that is impossible."""
+    for s in specs:
+        if s in _unavailable:
+            raise unittest.SkipTest(_unavailable[s])
     missing = [s for s in specs if s not in _fetched]
     if missing:
         try:
@@ -50,7 +54,9 @@ def packages(*specs):
         except (clef_npm.NpmError, OSError, subprocess.SubprocessError) as e:
             if isinstance(e, clef_npm.DigestMismatch):
                 raise  # a wrong digest is a failure, never a skip
-            raise unittest.SkipTest(f"npm packages unavailable (no cache, npm or network?): {e}")
+            why = f"npm packages unavailable (no cache, npm or network?): {e}"
+            _unavailable.update({s: why for s in missing})
+            raise unittest.SkipTest(why)
     return {s: _fetched[s] for s in specs}
 
 
