@@ -13,7 +13,7 @@
 // printed with them (ping-pong of one line) says which.
 #include "bench_handoff.h"
 
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "scheduler/threads.h"
 
 #include <math.h>

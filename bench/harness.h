@@ -25,7 +25,7 @@
 #include <stdio.h>
 
 #include "kernels.h"
-#include "registry.h"
+#include "scheduler/registry.h"
 
 // ---- shapes: the head's own sizes and the edge battery ----
 typedef struct clef_bench_shape {

@@ -25,7 +25,7 @@
 
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 
 static double cpu_now(void)
 {

@@ -18,7 +18,7 @@ typedef struct json_t json_t;
 #include "bench_handoff.h" // --handoff
 #include "bench_tune.h" // --tune, libs line (issue 6)
 #include "harness.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "scheduler/threads.h"
 
 #define MAX_SEL 64

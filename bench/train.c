@@ -11,7 +11,7 @@
 #include "bench.h"
 #include "bench_handoff.h"
 #include "head.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 
 #define TRAIN_V 16 // lexical rows of the synthetic record
 #define TRAIN_R 2  // routing layers (HEAD.md §1: every released size)

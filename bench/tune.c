@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "scheduler/threads.h"
 #include "scheduler/tune.h"
 #ifndef CLEF_MINIMAL

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "registry.h"
+#include "scheduler/registry.h"
 #include "scheduler/threads.h"
 #include "scheduler/tune.h"
 

@@ -7,9 +7,9 @@
 
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
-#include "backends/registry.h"
+#include "scheduler/registry.h"
 #include "backends/scalar/scalar.h"
-#include "cpu.h"
+#include "cpu/cpu.h"
 
 #define CLEF_MAX_CANDIDATES 3
 

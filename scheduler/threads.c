@@ -1,5 +1,5 @@
 #include "threads.h"
-#include "cpu.h"
+#include "cpu/cpu.h"
 
 #ifdef CLEF_HAVE_HWLOC // off in CLEF_MINIMAL builds (aarch64 cross)
 #include <hwloc.h>

@@ -19,7 +19,7 @@
 #include "backends/blis/blis_backend.h"
 #endif
 #include "backends/scalar/scalar.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 
 int clef_verbose(void)
 {

@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "backends/kernels.h"
-#include "backends/registry.h"
+#include "scheduler/registry.h"
 
 // ---- verbosity ----
 int clef_verbose(void); // CLEF_VERBOSE > 0

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/registry.h"
+#include "scheduler/registry.h"
 #include "backends/scalar/scalar.h"
 #include "util.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "head.h"
-#include "registry.h"
+#include "scheduler/registry.h"
 #include "util.h"
 
 static void reference_step(const clef_kernels *k, clef_head *hd,

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "../bench/harness.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "util_package.h"
 
 // ---- broken kernels: the scalar reference, then one deliberate fault ----

@@ -14,9 +14,9 @@
 #include <blis.h>
 
 #include "backends/blis/blis_backend.h"
-#include "backends/registry.h"
+#include "scheduler/registry.h"
 #include "backends/scalar/scalar.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/tune.h"
 #include "util.h"

@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "weights.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "util_package.h"
 
 #define GOLDEN_DIR CLEF_TEST_DATA "/golden/tiny"

@@ -3,8 +3,8 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "backends/registry.h"
-#include "scheduler/cpu.h"
+#include "scheduler/registry.h"
+#include "cpu/cpu.h"
 #include "scheduler/dispatch.h"
 
 static int ends_with(const char *s, const char *suffix)

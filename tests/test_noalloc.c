@@ -26,7 +26,7 @@
 
 #include "head.h"
 #include "ref_head.h"
-#include "registry.h"
+#include "scheduler/registry.h"
 #include "util.h"
 
 static atomic_int g_counting;

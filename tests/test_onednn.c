@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "backends/onednn/onednn_int.h"
-#include "backends/registry.h"
+#include "scheduler/registry.h"
 #include "backends/scalar/scalar.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "scheduler/dispatch.h"
 #include "scheduler/tune.h"
 #include "util.h"

@@ -3,7 +3,7 @@
 // and every backend it does not carry says so.
 #include <criterion/criterion.h>
 
-#include "registry.h"
+#include "scheduler/registry.h"
 
 Test(registry, every_compiled_backend_is_complete)
 {

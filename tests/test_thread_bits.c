@@ -17,7 +17,7 @@
 #include "head.h"
 #include "isa_common.h"
 #include "ref_head.h"
-#include "registry.h"
+#include "scheduler/registry.h"
 #include "util.h"
 
 #define NREC 6

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "backends/onednn/onednn.h"
-#include "backends/registry.h"
+#include "scheduler/registry.h"
 #include "backends/scalar/scalar.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "scheduler/tune.h"
 #include "util.h"
 

@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "kernels.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 #include "lo64.h"
 
 typedef struct gemm_blocking {

@@ -8,7 +8,7 @@
 #include <omp.h>
 
 #include "blis_backend.h"
-#include "scheduler/cpu.h"
+#include "cpu/cpu.h"
 
 #define SUP_MAX_FLOPS 2097152.0 // 2^21: the "small" shape class (tune.h)
 // Below 2^18 flops a team of threads costs more than it saves (measured on

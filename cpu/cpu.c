@@ -1,6 +1,6 @@
 // CPU detection: cpuid + XGETBV for ISA flags, hwloc for topology and caches.
 // Built without ISA flags (see cpu.h).
-#include "cpu.h"
+#include "cpu/cpu.h"
 
 #ifdef CLEF_HAVE_HWLOC // off in CLEF_MINIMAL builds (aarch64 cross)
 #include <hwloc.h>

@@ -3,18 +3,18 @@
 
 #include <string.h>
 
-#include "avx2/avx2.h"
-#include "avx512/avx512.h"
-#include "scheduler/cpu.h"
+#include "backends/avx2/avx2.h"
+#include "backends/avx512/avx512.h"
+#include "cpu/cpu.h"
 #include "scheduler/tune.h" // auto
 #ifndef CLEF_MINIMAL
-#include "blis/blis_backend.h"
-#include "onednn/onednn.h"
+#include "backends/blis/blis_backend.h"
+#include "backends/onednn/onednn.h"
 #endif
 
 #if defined(__aarch64__)
 #include <sys/auxv.h> // getauxval, AT_HWCAP
-#include "neon/neon.h"
+#include "backends/neon/neon.h"
 #ifndef HWCAP_ASIMD
 #define HWCAP_ASIMD (1 << 1) // asm/hwcap.h on arm64
 #endif
