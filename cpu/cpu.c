@@ -211,3 +211,9 @@ size_t clef_cpu_l2(void)
     size_t s = clef_cpu_get()->l2;
     return s >= 65536 ? s : (1u << 20);
 }
+
+int clef_verbose(void)
+{
+    const char *v = getenv("CLEF_VERBOSE");
+    return v && atoi(v) > 0;
+}

@@ -51,6 +51,9 @@ int clef_isa_parse(const char *name);
 // CLEF_VERBOSE=1 and `clef --version`-style reports.
 void clef_cpu_print(const clef_cpu *cpu, void *f);
 
+// CLEF_VERBOSE > 0: print the CPU and every kernel choice on stderr.
+int clef_verbose(void);
+
 // L1d and L2 sizes used for GEMM blocking, with sane defaults (32 KiB, 1 MiB)
 // when detection gave nothing.
 size_t clef_cpu_l1d(void);

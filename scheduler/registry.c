@@ -1,6 +1,7 @@
 // The backend registry (see registry.h): one line per backend.
 #include "registry.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "backends/avx2/avx2.h"
@@ -60,6 +61,41 @@ const char *clef_need_avx512(void)
     return NULL;
 }
 
+#ifndef CLEF_MINIMAL
+// The library backends export their tables as they fill them; the ops they
+// lack are composed here, once, when they first say they can run: the best
+// hand-written kernels take those ops (and oneDNN's refused shapes).
+static pthread_once_t g_onednn_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_blis_once = PTHREAD_ONCE_INIT;
+
+static void onednn_compose(void)
+{
+    clef_onednn_set_fallback(clef_best_handwritten()->table);
+    clef_fill_fallthrough(&clef_onednn_table, "onednn");
+}
+
+static void blis_compose(void)
+{
+    clef_fill_fallthrough(&clef_blis_table, "blis");
+}
+
+static const char *onednn_ready(void)
+{
+    const char *why = clef_onednn_unavailable();
+    if (!why)
+        pthread_once(&g_onednn_once, onednn_compose);
+    return why;
+}
+
+static const char *blis_ready(void)
+{
+    const char *why = clef_blis_unavailable();
+    if (!why)
+        pthread_once(&g_blis_once, blis_compose);
+    return why;
+}
+#endif
+
 // Backends whose tables are not written yet read {"name", NULL, NULL}.
 // Declare a new table here (or include the backend's header) and fill its line.
 static const clef_backend g_backends[] = {
@@ -73,8 +109,8 @@ static const clef_backend g_backends[] = {
 #endif
     CLEF_NEON_ENTRY,
 #ifndef CLEF_MINIMAL // library backends (issue 6)
-    {"onednn", &clef_onednn_table, clef_onednn_unavailable},
-    {"blis", &clef_blis_table, clef_blis_unavailable},
+    {"onednn", &clef_onednn_table, onednn_ready},
+    {"blis", &clef_blis_table, blis_ready},
 #else
     {"onednn", NULL, NULL},
     {"blis", NULL, NULL},

@@ -21,12 +21,6 @@
 #include "backends/scalar/scalar.h"
 #include "cpu/cpu.h"
 
-int clef_verbose(void)
-{
-    const char *v = getenv("CLEF_VERBOSE");
-    return v && atoi(v) > 0;
-}
-
 // Stores fn into t's slot for op (one pointer store).
 static void set_op(clef_kernels *t, clef_op op, void (*fn)(void))
 {

@@ -23,10 +23,8 @@
 #include <stddef.h>
 
 #include "backends/kernels.h"
+#include "cpu/cpu.h" // clef_verbose
 #include "scheduler/registry.h"
-
-// ---- verbosity ----
-int clef_verbose(void); // CLEF_VERBOSE > 0
 
 // ---- the best hand-written backend ----
 // avx512, avx2 or scalar: the highest level clef_isa_level() allows whose

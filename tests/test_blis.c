@@ -23,8 +23,9 @@
 
 static const clef_kernels *blis_table(void)
 {
-    cr_assert_null(clef_blis_unavailable());
-    return clef_blis_kernels();
+    const clef_backend *b = clef_backend_find("blis"); // composed
+    cr_assert_null(clef_backend_unavailable(b));
+    return b->table;
 }
 
 Test(blis, reports_the_sub_configuration_blis_chose)

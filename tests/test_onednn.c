@@ -50,9 +50,10 @@ static void fill_ints(float *x, size_t n, int m, uint64_t *rng)
 
 static const clef_kernels *onednn(void)
 {
-    cr_assert_null(clef_onednn_unavailable(), "oneDNN unavailable: %s",
-                   clef_onednn_unavailable());
-    return clef_onednn_kernels();
+    const clef_backend *b = clef_backend_find("onednn"); // composed
+    cr_assert_null(clef_backend_unavailable(b), "oneDNN unavailable: %s",
+                   clef_backend_unavailable(b));
+    return b->table;
 }
 
 // ---- the table ----

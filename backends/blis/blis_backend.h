@@ -27,9 +27,12 @@ void clef_f32_gemm_tn__blis(int M, int N, int K, const float *A, int lda,
                             const float *B, int ldb, float *C, int ldc,
                             int accumulate);
 
-// The registry's table; resolved (fall-throughs, names carrying the
-// sub-configuration, e.g. "clef_f32_gemm_nt__blis_generic") by the first
-// clef_blis_unavailable() or clef_blis_kernels() call.
+// The table as BLIS fills it: its GEMMs (names carrying the
+// sub-configuration, e.g. "clef_f32_gemm_nt__blis_generic", resolved by the
+// first clef_blis_unavailable() or clef_blis_kernels() call) and the scalar
+// reference for every other op. The selector (scheduler/registry.c) points
+// those at the best hand-written kernels once; take the table through the
+// registry (clef_backend_find("blis")) to get it composed.
 extern clef_kernels clef_blis_table;
 const clef_kernels *clef_blis_kernels(void);
 const char *clef_blis_unavailable(void); // always NULL: BLIS runs anywhere

@@ -8,7 +8,7 @@
 
 #include "backends/scalar/scalar.h"
 #include "blis_backend.h"
-#include "scheduler/tune.h"
+#include "cpu/cpu.h" // clef_verbose
 
 #define SCALAR(op) .op = clef_f32_##op##__scalar,
 #define SCALAR_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
@@ -57,7 +57,6 @@ static void resolve(void)
                       "auto avoids it)"
                     : "",
                 omp_get_max_threads());
-    clef_fill_fallthrough(&clef_blis_table, "blis");
 }
 
 const char *clef_blis_unavailable(void)

@@ -45,12 +45,17 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y);
 void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
                                   const float *dy, float *dx);
 
-// The registry's table. Before clef_onednn_unavailable() (or
-// clef_onednn_kernels()) first runs, its fall-through ops point at the scalar
-// reference; that first call points them at the best hand-written kernels
-// and fills their names (once, thread-safe).
+// The table as oneDNN fills it: the ops it lacks point at the scalar
+// reference. The selector (scheduler/registry.c) composes it once, after
+// clef_onednn_unavailable() says oneDNN runs: it points those ops at the
+// best hand-written kernels (clef_fill_fallthrough) and sets the kernels
+// oneDNN's own ops fall back to for shapes it refuses. Take the table
+// through the registry (clef_backend_find("onednn")) to get it composed.
 extern clef_kernels clef_onednn_table;
-const clef_kernels *clef_onednn_kernels(void); // resolved table
+const clef_kernels *clef_onednn_kernels(void); // resolved, as filled here
+// The kernels gelu, softmax and layernorm use for shapes oneDNN refuses
+// (scalar until the selector sets them; set once, before any use).
+void clef_onednn_set_fallback(const clef_kernels *t);
 // NULL when oneDNN can run here, else why not (engine creation failed).
 const char *clef_onednn_unavailable(void);
 // "2.6.3" (from dnnl_version()).

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "backends/scalar/scalar.h"
-#include "scheduler/tune.h"
+#include "cpu/cpu.h" // clef_verbose
 
 #define NATIVE(op) .op = clef_f32_##op##__onednn,
 #define NATIVE_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__onednn",
@@ -43,15 +43,12 @@ static void resolve(void)
         g_why = "oneDNN could not create a CPU engine";
         return;
     }
-    g_fallback = clef_best_handwritten()->table;
     if (clef_verbose())
         fprintf(stderr,
                 "clef: onednn: oneDNN %s, OpenMP runtime, %d thread(s) "
                 "(primitives on one thread each; GEMMs in blocks fixed by "
                 "shape over clef's team)\n",
                 g_version, omp_get_max_threads());
-    // the ops oneDNN lacks: the best hand-written kernels
-    clef_fill_fallthrough(&clef_onednn_table, "onednn");
 }
 
 const char *clef_onednn_unavailable(void)
@@ -70,6 +67,11 @@ const clef_kernels *clef_onednn_fallback(void)
 {
     pthread_once(&g_once, resolve);
     return g_fallback;
+}
+
+void clef_onednn_set_fallback(const clef_kernels *t)
+{
+    g_fallback = t;
 }
 
 const char *clef_onednn_version(void)
