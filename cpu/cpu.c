@@ -148,8 +148,7 @@ static void detect(void)
         else if (lvl < c->isa)
             c->isa = lvl;
     }
-    const char *v = getenv("CLEF_VERBOSE");
-    if (v && atoi(v) > 0)
+    if (clef_verbose())
         clef_cpu_print(c, stderr);
 }
 

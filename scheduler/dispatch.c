@@ -141,8 +141,7 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
             k.prepack = bb && bb->table ? bb->table->prepack : NULL;
         }
     }
-    const char *v = getenv("CLEF_VERBOSE");
-    if (v && atoi(v) > 0) {
+    if (clef_verbose()) {
         fprintf(stderr, "clef: dispatch (%s, max isa %s):\n", k.backend,
                 clef_isa_name(max_isa));
         for (int op = 0; op < CLEF_OP_COUNT; op++)

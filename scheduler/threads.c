@@ -61,11 +61,6 @@ int clef_threads_resolve(int requested, const char **source)
     return n;
 }
 
-static int verbose(void)
-{
-    const char *v = getenv("CLEF_VERBOSE");
-    return v && *v && *v != '0';
-}
 
 #ifdef CLEF_HAVE_HWLOC
 // Binds each OpenMP thread of a team of n to one physical core.
@@ -87,7 +82,7 @@ static void bind_threads(int n)
         if (!core || hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD))
             failed++;
     }
-    if (verbose())
+    if (clef_verbose())
         fprintf(stderr, "clef: %d threads bound to %d physical cores%s\n", n,
                 cores, failed ? " (binding refused for some threads)" : "");
 out:
@@ -100,7 +95,7 @@ int clef_threads_setup(int requested)
     const char *src;
     int n = clef_threads_resolve(requested, &src);
     omp_set_num_threads(n);
-    if (verbose())
+    if (clef_verbose())
         fprintf(stderr, "clef: threads %d (from %s)\n", n, src);
     // honoured, but said: every barrier then waits on a descheduled thread
     int pus = clef_cpu_get()->pus;
