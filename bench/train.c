@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "bench_handoff.h"
 #include "head.h"
+#include "rng.h"
 #include "cpu/cpu.h"
 
 #define TRAIN_V 16 // lexical rows of the synthetic record
@@ -24,17 +25,10 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static uint64_t next(uint64_t *s) // splitmix64
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static float uniform(uint64_t *s, float lo, float hi)
 {
-    return lo + (hi - lo) * (float)(next(s) >> 40) * (1.0f / 16777216.0f);
+    return lo + (hi - lo) * (float)(clef_splitmix64(s) >> 40) * (1.0f / 16777216.0f);
 }
 
 // A synthetic train record of the shape's size: H (T, d) and E (V, d)
@@ -71,7 +65,7 @@ static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
     for (size_t i = 0; i < (size_t)TRAIN_V * d; i++)
         (*E)[i] = uniform(&st, -1, 1);
     for (int t = 0; t < T; t++)
-        r->ids[t] = (int)(next(&st) % TRAIN_V);
+        r->ids[t] = (int)(clef_splitmix64(&st) % TRAIN_V);
     for (int q = 0; q <= Q; q++)
         r->opt_off[q] = (int)((long)q * O / Q);
     for (int q = 0; q < Q; q++) {
@@ -79,15 +73,15 @@ static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
         r->qtype[q] = q % 3 == 0 ? CLEF_QTYPE_NOUL
                       : q % 3 == 1 ? CLEF_QTYPE_CHOICE
                                    : CLEF_QTYPE_SCORE;
-        int a = (int)(next(&st) % T), b = (int)(next(&st) % T);
+        int a = (int)(clef_splitmix64(&st) % T), b = (int)(clef_splitmix64(&st) % T);
         r->qspan[2 * q] = a < b ? a : b;
         r->qspan[2 * q + 1] = (a < b ? b : a) + 1;
         r->has_target[q] = 1;
-        r->label[q] = (int)(next(&st) % n);
+        r->label[q] = (int)(clef_splitmix64(&st) % n);
         r->target[r->opt_off[q] + r->label[q]] = 1.0f;
     }
     for (int o = 0; o < O; o++) {
-        int a = (int)(next(&st) % T), b = (int)(next(&st) % T);
+        int a = (int)(clef_splitmix64(&st) % T), b = (int)(clef_splitmix64(&st) % T);
         r->ospan[2 * o] = a < b ? a : b;
         r->ospan[2 * o + 1] = (a < b ? b : a) + 1;
     }

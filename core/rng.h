@@ -9,6 +9,10 @@ typedef struct clef_rng {
     uint64_t s[4];
 } clef_rng;
 
+// splitmix64: advances *state, returns the next 64 bits (the seeder; tests
+// and benchmarks use it as a small stream of their own).
+uint64_t clef_splitmix64(uint64_t *state);
+
 void clef_rng_seed(clef_rng *r, uint64_t seed);
 uint64_t clef_rng_next(clef_rng *r);
 double clef_rng_double(clef_rng *r);                   // [0, 1), 53 bits

@@ -1,14 +1,12 @@
 // Seeded random numbers and fills for tests (splitmix64).
 #include <math.h>
 
+#include "rng.h"
 #include "util.h"
 
 uint64_t clef_test_rng_next(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return clef_splitmix64(state);
 }
 
 double clef_test_rand_unit(uint64_t *state)
