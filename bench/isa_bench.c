@@ -5,18 +5,11 @@
 //   bw    GB/s of layernorm, GELU, AdamW and softmax against memcpy at a size
 //         far beyond L2 (16 Mi floats per tensor)
 //
-// Not part of clef-bench: this file compiles to nothing unless
-// CLEF_ISA_BENCH_MAIN is defined. Build and run (from the repository root,
-// after building the library in build-d):
-//   gcc -O2 -fopenmp -DCLEF_ISA_BENCH_MAIN bench/isa_bench.c -I. -Ibackends
-//       -Lbuild-d -lclef_kernels -ldnnl -lhwloc -lm -o build-d/bin/isa-bench
-//   (one line)
-//   OMP_NUM_THREADS=1 build-d/bin/isa-bench gemm
-//   OMP_NUM_THREADS=1 build-d/bin/isa-bench bw
+// Its own program, not part of clef-bench (CMake target isa-bench, x86):
+//   OMP_NUM_THREADS=1 build/bin/isa-bench gemm
+//   OMP_NUM_THREADS=1 build/bin/isa-bench bw
 // Time is CPU time of the process (CLOCK_PROCESS_CPUTIME_ID): on a shared
 // machine it is far steadier than wall time; one thread makes them equal.
-#ifdef CLEF_ISA_BENCH_MAIN
-
 #include <dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +183,3 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: isa-bench gemm|bw\n");
     return 2;
 }
-
-#else
-typedef int clef_isa_bench_not_built; // see the header: built on its own
-#endif
