@@ -83,33 +83,27 @@ class Checker:
     def fail(self, field, rule):
         raise InputError(self.path, field, rule)
 
-    def obj(self, v, field, optional=True):
+    def _typed(self, v, field, optional, ok, what):
         if v is None and optional:
             return None
-        if not isinstance(v, dict):
-            self.fail(field, "not an object")
+        if not ok(v):
+            self.fail(field, "not " + what)
         return v
+
+    def obj(self, v, field, optional=True):
+        return self._typed(v, field, optional,
+                           lambda x: isinstance(x, dict), "an object")
 
     def arr(self, v, field, optional=True):
-        if v is None and optional:
-            return None
-        if not isinstance(v, list):
-            self.fail(field, "not an array")
-        return v
+        return self._typed(v, field, optional,
+                           lambda x: isinstance(x, list), "an array")
 
     def string(self, v, field, optional=True):
-        if v is None and optional:
-            return None
-        if not isinstance(v, str):
-            self.fail(field, "not a string")
-        return v
+        return self._typed(v, field, optional,
+                           lambda x: isinstance(x, str), "a string")
 
     def num(self, v, field, optional=True):
-        if v is None and optional:
-            return None
-        if not is_num(v):
-            self.fail(field, "not a number")
-        return v
+        return self._typed(v, field, optional, is_num, "a number")
 
 
 def check_result(res, path):

@@ -55,7 +55,6 @@ Threads: ``torch.set_num_threads`` from ``$CLEF_NUM_THREADS`` (else ``$OMP_NUM_T
 when set, otherwise torch's default.
 """
 
-import hashlib
 import json
 import os
 import unicodedata
@@ -277,14 +276,9 @@ class UseLite:
     def provenance(self):
         """Where the states come from: package, per-file sha256, tokenizer, graph node."""
         if self._files is None:
-            files = {}
-            for rel in MODEL_FILES:
-                h = hashlib.sha256()
-                with open(os.path.join(self.model_dir, os.path.relpath(rel, "dist")), "rb") as f:
-                    for chunk in iter(lambda: f.read(1 << 20), b""):
-                        h.update(chunk)
-                files[rel] = h.hexdigest()
-            self._files = files
+            self._files = {
+                rel: clef_npm.sha256_file(os.path.join(self.model_dir, os.path.relpath(rel, "dist")))
+                for rel in MODEL_FILES}
         pins = clef_npm.load_pins()
         return {
             "backbone": self.name,
