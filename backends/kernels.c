@@ -4,21 +4,49 @@
 #include <string.h>
 
 const char *const clef_op_names[CLEF_OP_COUNT] = {
-#define CLEF_OP_NAME(op, type) #op,
+#define CLEF_OP_NAME(op, sig, unit, work) #op,
     CLEF_OPS(CLEF_OP_NAME)
 #undef CLEF_OP_NAME
 };
 
+#define CLEF_FLOPS_gemm 1
+#define CLEF_FLOPS_flops 1
+#define CLEF_FLOPS_elems 0
+static const unsigned char g_work_is_flops[CLEF_OP_COUNT] = {
+#define CLEF_OP_UNIT(op, sig, unit, work) CLEF_FLOPS_##unit,
+    CLEF_OPS(CLEF_OP_UNIT)
+#undef CLEF_OP_UNIT
+};
+
+int clef_op_work_is_flops(clef_op op)
+{
+    return op >= 0 && op < CLEF_OP_COUNT && g_work_is_flops[op];
+}
+
 void (*clef_kernels_get(const clef_kernels *k, clef_op op))(void)
 {
     switch (op) {
-#define CLEF_OP_CASE(o, type)                                                  \
+#define CLEF_OP_CASE(o, sig, unit, work)                                       \
     case CLEF_OP_##o:                                                          \
         return (void (*)(void))k->o;
         CLEF_OPS(CLEF_OP_CASE)
 #undef CLEF_OP_CASE
     default:
         return NULL;
+    }
+}
+
+void clef_kernels_set(clef_kernels *k, clef_op op, void (*fn)(void))
+{
+    switch (op) {
+#define CLEF_OP_SET(o, sig, unit, work)                                        \
+    case CLEF_OP_##o:                                                          \
+        k->o = (clef_##sig##_fn)fn;                                            \
+        break;
+        CLEF_OPS(CLEF_OP_SET)
+#undef CLEF_OP_SET
+    default:
+        break;
     }
 }
 

@@ -19,96 +19,123 @@
 #define CLEF_NORMALIZE_EPS 1e-12f // normalize(x) = x / max(|x|, 1e-12)
 #define CLEF_COSINE_EPS 1e-8f     // cosine(a,b) eps per operand
 
+// Each op's signature is written once, as CLEF_SIG_<sig> (the parameter
+// list) and CLEF_ARGS_<sig> (the same names, as a call's arguments); the op
+// list below turns them into the types clef_<sig>_t (a function type, for
+// declaring kernels) and clef_<sig>_fn (a pointer to one).
+
 // C (M,N) = [C +] op(A) · op(B). `accumulate` 0 overwrites C, 1 adds to it.
 //   gemm_nt: A (M,K), B (N,K)   C = A·Bᵀ   forward linear y = x Wᵀ
 //   gemm_nn: A (M,K), B (K,N)   C = A·B    backward dx = dy W
 //   gemm_tn: A (K,M), B (K,N)   C = Aᵀ·B   backward dW = dyᵀ x
-typedef void (*clef_gemm_fn)(int M, int N, int K, const float *A, int lda,
-                             const float *B, int ldb, float *C, int ldc,
-                             int accumulate);
+#define CLEF_SIG_gemm                                                          \
+    (int M, int N, int K, const float *A, int lda, const float *B, int ldb,    \
+     float *C, int ldc, int accumulate)
+#define CLEF_ARGS_gemm (M, N, K, A, lda, B, ldb, C, ldc, accumulate)
 
 // y (rows, n) += b (n) on every row.
-typedef void (*clef_bias_add_fn)(int rows, int n, const float *b, float *y);
+#define CLEF_SIG_bias_add (int rows, int n, const float *b, float *y)
+#define CLEF_ARGS_bias_add (rows, n, b, y)
 // db (n) += Σ_rows dy (rows, n): the bias gradient.
-typedef void (*clef_colsum_fn)(int rows, int n, const float *dy, float *db);
+#define CLEF_SIG_colsum (int rows, int n, const float *dy, float *db)
+#define CLEF_ARGS_colsum (rows, n, dy, db)
 
 // LayerNorm over the last axis, eps CLEF_LN_EPS.
-//   x (rows,n) -> y (rows,n) = gamma ⊙ xhat + beta; saves xhat (rows,n), rstd (rows).
-typedef void (*clef_layernorm_fwd_fn)(int rows, int n, const float *x,
-                                      const float *gamma, const float *beta,
-                                      float *y, float *xhat, float *rstd);
+//   x (rows,n) -> y (rows,n) = gamma ⊙ xhat + beta; saves xhat (rows,n), rstd
+//   (rows).
+#define CLEF_SIG_layernorm_fwd                                                 \
+    (int rows, int n, const float *x, const float *gamma, const float *beta,   \
+     float *y, float *xhat, float *rstd)
+#define CLEF_ARGS_layernorm_fwd (rows, n, x, gamma, beta, y, xhat, rstd)
 // dx += rstd (dxh − mean(dxh) − xhat·mean(dxh⊙xhat)), dxh = dy⊙gamma;
-// dgamma += Σ dy⊙xhat; dbeta += Σ dy. dx may be NULL (gradients of gamma/beta only).
-typedef void (*clef_layernorm_bwd_fn)(int rows, int n, const float *dy,
-                                      const float *xhat, const float *rstd,
-                                      const float *gamma, float *dx,
-                                      float *dgamma, float *dbeta);
+// dgamma += Σ dy⊙xhat; dbeta += Σ dy. dx may be NULL (gradients of gamma/beta
+// only).
+#define CLEF_SIG_layernorm_bwd                                                 \
+    (int rows, int n, const float *dy, const float *xhat, const float *rstd,   \
+     const float *gamma, float *dx, float *dgamma, float *dbeta)
+#define CLEF_ARGS_layernorm_bwd                                                \
+    (rows, n, dy, xhat, rstd, gamma, dx, dgamma, dbeta)
 
 // Exact-erf GELU: y = x Φ(x). Backward: dx += dy (Φ(x) + x φ(x)).
-typedef void (*clef_gelu_fwd_fn)(size_t n, const float *x, float *y);
-typedef void (*clef_gelu_bwd_fn)(size_t n, const float *x, const float *dy,
-                                 float *dx);
+#define CLEF_SIG_gelu_fwd (size_t n, const float *x, float *y)
+#define CLEF_ARGS_gelu_fwd (n, x, y)
+#define CLEF_SIG_gelu_bwd (size_t n, const float *x, const float *dy, float *dx)
+#define CLEF_ARGS_gelu_bwd (n, x, dy, dx)
 
 // Row softmax: y (rows,n) = softmax(x) per row (max-subtracted; -INF entries
 // give 0). Backward: dx += y ⊙ (dy − Σ dy⊙y).
-typedef void (*clef_softmax_fwd_fn)(int rows, int n, const float *x, float *y);
-typedef void (*clef_softmax_bwd_fn)(int rows, int n, const float *y,
-                                    const float *dy, float *dx);
+#define CLEF_SIG_softmax_fwd (int rows, int n, const float *x, float *y)
+#define CLEF_ARGS_softmax_fwd (rows, n, x, y)
+#define CLEF_SIG_softmax_bwd                                                   \
+    (int rows, int n, const float *y, const float *dy, float *dx)
+#define CLEF_ARGS_softmax_bwd (rows, n, y, dy, dx)
 
 // Segmented softmax: segment s covers x[off[s] .. off[s+1]) (off has nseg+1
 // entries, off[0] = 0); each segment is normalised on its own.
-typedef void (*clef_softmax_seg_fwd_fn)(int nseg, const int *off,
-                                        const float *x, float *y);
-typedef void (*clef_softmax_seg_bwd_fn)(int nseg, const int *off,
-                                        const float *y, const float *dy,
-                                        float *dx);
+#define CLEF_SIG_softmax_seg_fwd                                               \
+    (int nseg, const int *off, const float *x, float *y)
+#define CLEF_ARGS_softmax_seg_fwd (nseg, off, x, y)
+#define CLEF_SIG_softmax_seg_bwd                                               \
+    (int nseg, const int *off, const float *y, const float *dy, float *dx)
+#define CLEF_ARGS_softmax_seg_bwd (nseg, off, y, dy, dx)
 
 // Multi-head attention core (the in/out projections are GEMMs around it).
 //   Q (nq, heads*dh) ld ldq, K (nk, ·) ld ldk, V (nk, ·) ld ldv
 //   A (heads, nq, nk) = softmax_rows(Q_h K_hᵀ / √dh)   saved for backward
 //   O (nq, heads*dh) ld ldo = concat_h A_h V_h         overwritten
-typedef void (*clef_attention_fwd_fn)(int nq, int nk, int heads, int dh,
-                                      const float *Q, int ldq, const float *K,
-                                      int ldk, const float *V, int ldv,
-                                      float *A, float *O, int ldo);
+#define CLEF_SIG_attention_fwd                                                 \
+    (int nq, int nk, int heads, int dh, const float *Q, int ldq,               \
+     const float *K, int ldk, const float *V, int ldv, float *A, float *O,     \
+     int ldo)
+#define CLEF_ARGS_attention_fwd                                                \
+    (nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, O, ldo)
 // dQ/dK/dV += the gradients given dO (nq, heads*dh). scratch: nq*nk floats.
-typedef void (*clef_attention_bwd_fn)(int nq, int nk, int heads, int dh,
-                                      const float *Q, int ldq, const float *K,
-                                      int ldk, const float *V, int ldv,
-                                      const float *A, const float *dO, int lddo,
-                                      float *dQ, int lddq, float *dK, int lddk,
-                                      float *dV, int lddv, float *scratch);
+#define CLEF_SIG_attention_bwd                                                 \
+    (int nq, int nk, int heads, int dh, const float *Q, int ldq,               \
+     const float *K, int ldk, const float *V, int ldv, const float *A,         \
+     const float *dO, int lddo, float *dQ, int lddq, float *dK, int lddk,      \
+     float *dV, int lddv, float *scratch)
+#define CLEF_ARGS_attention_bwd                                                \
+    (nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, dO, lddo, dQ, lddq, dK,     \
+     lddk, dV, lddv, scratch)
 
 // Span mean: Y (nspan, n)[s] = mean of X (T, n) rows [spans[2s], spans[2s+1]).
-typedef void (*clef_span_mean_fn)(int nspan, const int *spans, int n,
-                                  const float *X, float *Y);
+#define CLEF_SIG_span_mean                                                     \
+    (int nspan, const int *spans, int n, const float *X, float *Y)
+#define CLEF_ARGS_span_mean (nspan, spans, n, X, Y)
 // Its scatter (backward): dX[t] += dY[s] / len(s) for t in span s.
-typedef void (*clef_span_scatter_fn)(int nspan, const int *spans, int n,
-                                     const float *dY, float *dX);
+#define CLEF_SIG_span_scatter                                                  \
+    (int nspan, const int *spans, int n, const float *dY, float *dX)
+#define CLEF_ARGS_span_scatter (nspan, spans, n, dY, dX)
 
 // Row gather Y (nidx, n)[i] = X[idx[i]]; its backward dX[idx[i]] += dY[i].
-typedef void (*clef_gather_rows_fn)(int nidx, const int *idx, int n,
-                                    const float *X, float *Y);
-typedef void (*clef_scatter_add_rows_fn)(int nidx, const int *idx, int n,
-                                         const float *dY, float *dX);
+#define CLEF_SIG_gather_rows                                                   \
+    (int nidx, const int *idx, int n, const float *X, float *Y)
+#define CLEF_ARGS_gather_rows (nidx, idx, n, X, Y)
+#define CLEF_SIG_scatter_add_rows                                              \
+    (int nidx, const int *idx, int n, const float *dY, float *dX)
+#define CLEF_ARGS_scatter_add_rows (nidx, idx, n, dY, dX)
 
 // normalize rows: y = x / max(|x|, eps); saves nrm (rows) = |x|.
 // Backward: dx += |x| > eps ? (dy − y (y·dy)) / |x| : dy / eps.
-typedef void (*clef_normalize_fwd_fn)(int rows, int n, float eps,
-                                      const float *x, float *y, float *nrm);
-typedef void (*clef_normalize_bwd_fn)(int rows, int n, float eps,
-                                      const float *y, const float *nrm,
-                                      const float *dy, float *dx);
+#define CLEF_SIG_normalize_fwd                                                 \
+    (int rows, int n, float eps, const float *x, float *y, float *nrm)
+#define CLEF_ARGS_normalize_fwd (rows, n, eps, x, y, nrm)
+#define CLEF_SIG_normalize_bwd                                                 \
+    (int rows, int n, float eps, const float *y, const float *nrm,             \
+     const float *dy, float *dx)
+#define CLEF_ARGS_normalize_bwd (rows, n, eps, y, nrm, dy, dx)
 
 // cosine per row: c (rows) = â·b̂ with â = a / max(|a|, CLEF_COSINE_EPS);
 // saves ahat, bhat (rows,n) and na, nb (rows). Backward: da, db += .
-typedef void (*clef_cosine_fwd_fn)(int rows, int n, const float *a,
-                                   const float *b, float *ahat, float *bhat,
-                                   float *na, float *nb, float *c);
-typedef void (*clef_cosine_bwd_fn)(int rows, int n, const float *ahat,
-                                   const float *bhat, const float *na,
-                                   const float *nb, const float *dc, float *da,
-                                   float *db);
+#define CLEF_SIG_cosine_fwd                                                    \
+    (int rows, int n, const float *a, const float *b, float *ahat,             \
+     float *bhat, float *na, float *nb, float *c)
+#define CLEF_ARGS_cosine_fwd (rows, n, a, b, ahat, bhat, na, nb, c)
+#define CLEF_SIG_cosine_bwd                                                    \
+    (int rows, int n, const float *ahat, const float *bhat, const float *na,   \
+     const float *nb, const float *dc, float *da, float *db)
+#define CLEF_ARGS_cosine_bwd (rows, n, ahat, bhat, na, nb, dc, da, db)
 
 // AdamW, exactly torch.optim.AdamW (HEAD.md §8), on n contiguous parameters.
 // step_size = lr / (1 − β1ᵗ) and bc2_sqrt = √(1 − β2ᵗ) are computed by the
@@ -119,8 +146,10 @@ typedef struct clef_adamw_args {
     float step_size; // lr / (1 − β1ᵗ)
     float bc2_sqrt;  // √(1 − β2ᵗ)
 } clef_adamw_args;
-typedef void (*clef_adamw_fn)(size_t n, float *theta, const float *g, float *m,
-                              float *v, const clef_adamw_args *a);
+#define CLEF_SIG_adamw                                                         \
+    (size_t n, float *theta, const float *g, float *m, float *v,               \
+     const clef_adamw_args *a)
+#define CLEF_ARGS_adamw (n, theta, g, m, v, a)
 
 // Grouped loss (HEAD.md §6) over nq questions; question q owns logits
 // z[off[q] .. off[q+1]). y holds the targets (one-hot or soft) in the same
@@ -132,42 +161,64 @@ typedef struct clef_loss_args {
     float smoothing, brier, ordinal; // ε, β, λ
     float inv_n, inv_nscore;
 } clef_loss_args;
-typedef void (*clef_loss_fn)(int nq, const int *off, const int *is_score,
-                             const float *z, const float *y,
-                             const clef_loss_args *a, float *p, float *dz,
-                             double *loss);
+#define CLEF_SIG_loss                                                          \
+    (int nq, const int *off, const int *is_score, const float *z,              \
+     const float *y, const clef_loss_args *a, float *p, float *dz,             \
+     double *loss)
+#define CLEF_ARGS_loss (nq, off, is_score, z, y, a, p, dz, loss)
 
-// The op list, in one place: X(op, type). Adding an op here adds it to every
-// backend table, to the op enum, to the parity tests and to clef-bench.
+// The op list, in one place: X(op, sig, unit, work).
+//   sig   its signature, CLEF_SIG_<sig> above (the three GEMMs share one)
+//   unit  how its work is counted, and how its kernels are named:
+//         gemm   flops; hand-written kernels carry their register tile,
+//                clef_f32_gemm_nt_6x16__avx2 (the scalar one has none)
+//         flops  flops;    kernels clef_f32_<op>__<backend>
+//         elems  elements; kernels clef_f32_<op>__<backend>
+//   work  the work of one call, from its arguments: `auto` picks a backend
+//         per shape class of it (scheduler/tune.h), clef-bench reports it.
+// From this list come the op enum, the op names, the table fields, the
+// kernel types and declarations, every hand-written backend's table, the
+// dispatcher's candidates, auto's per-class trampolines and the tuning
+// file's op keys. docs/ARCHITECTURE.md lists what else a new op needs.
+// clang-format off
 #define CLEF_OPS(X)                                                            \
-    X(gemm_nt, clef_gemm_fn)                                                   \
-    X(gemm_nn, clef_gemm_fn)                                                   \
-    X(gemm_tn, clef_gemm_fn)                                                   \
-    X(bias_add, clef_bias_add_fn)                                              \
-    X(colsum, clef_colsum_fn)                                                  \
-    X(layernorm_fwd, clef_layernorm_fwd_fn)                                    \
-    X(layernorm_bwd, clef_layernorm_bwd_fn)                                    \
-    X(gelu_fwd, clef_gelu_fwd_fn)                                              \
-    X(gelu_bwd, clef_gelu_bwd_fn)                                              \
-    X(softmax_fwd, clef_softmax_fwd_fn)                                        \
-    X(softmax_bwd, clef_softmax_bwd_fn)                                        \
-    X(softmax_seg_fwd, clef_softmax_seg_fwd_fn)                                \
-    X(softmax_seg_bwd, clef_softmax_seg_bwd_fn)                                \
-    X(attention_fwd, clef_attention_fwd_fn)                                    \
-    X(attention_bwd, clef_attention_bwd_fn)                                    \
-    X(span_mean, clef_span_mean_fn)                                            \
-    X(span_scatter, clef_span_scatter_fn)                                      \
-    X(gather_rows, clef_gather_rows_fn)                                        \
-    X(scatter_add_rows, clef_scatter_add_rows_fn)                              \
-    X(normalize_fwd, clef_normalize_fwd_fn)                                    \
-    X(normalize_bwd, clef_normalize_bwd_fn)                                    \
-    X(cosine_fwd, clef_cosine_fwd_fn)                                          \
-    X(cosine_bwd, clef_cosine_bwd_fn)                                          \
-    X(adamw, clef_adamw_fn)                                                    \
-    X(loss, clef_loss_fn)
+    X(gemm_nt, gemm, gemm, 2.0 * M * N * K)                                    \
+    X(gemm_nn, gemm, gemm, 2.0 * M * N * K)                                    \
+    X(gemm_tn, gemm, gemm, 2.0 * M * N * K)                                    \
+    X(bias_add, bias_add, elems, (double)rows * n)                             \
+    X(colsum, colsum, elems, (double)rows * n)                                 \
+    X(layernorm_fwd, layernorm_fwd, elems, (double)rows * n)                   \
+    X(layernorm_bwd, layernorm_bwd, elems, (double)rows * n)                   \
+    X(gelu_fwd, gelu_fwd, elems, (double)n)                                    \
+    X(gelu_bwd, gelu_bwd, elems, (double)n)                                    \
+    X(softmax_fwd, softmax_fwd, elems, (double)rows * n)                       \
+    X(softmax_bwd, softmax_bwd, elems, (double)rows * n)                       \
+    X(softmax_seg_fwd, softmax_seg_fwd, elems, nseg > 0 ? off[nseg] : 0)       \
+    X(softmax_seg_bwd, softmax_seg_bwd, elems, nseg > 0 ? off[nseg] : 0)       \
+    X(attention_fwd, attention_fwd, flops, 2.0 * heads * nq * nk * dh)         \
+    X(attention_bwd, attention_bwd, flops, 2.0 * heads * nq * nk * dh)         \
+    X(span_mean, span_mean, elems, (double)nspan * n)                          \
+    X(span_scatter, span_scatter, elems, (double)nspan * n)                    \
+    X(gather_rows, gather_rows, elems, (double)nidx * n)                       \
+    X(scatter_add_rows, scatter_add_rows, elems, (double)nidx * n)             \
+    X(normalize_fwd, normalize_fwd, elems, (double)rows * n)                   \
+    X(normalize_bwd, normalize_bwd, elems, (double)rows * n)                   \
+    X(cosine_fwd, cosine_fwd, elems, (double)rows * n)                         \
+    X(cosine_bwd, cosine_bwd, elems, (double)rows * n)                         \
+    X(adamw, adamw, elems, (double)n)                                          \
+    X(loss, loss, elems, nq > 0 ? off[nq] : 0)
+// clang-format on
+
+// The kernel types: clef_gemm_t (a function type: `clef_gemm_t name;`
+// declares a kernel) and clef_gemm_fn (a pointer to one), one per signature.
+#define CLEF_OP_TYPES(op, sig, unit, work)                                     \
+    typedef void clef_##sig##_t CLEF_SIG_##sig;                                \
+    typedef clef_##sig##_t *clef_##sig##_fn;
+CLEF_OPS(CLEF_OP_TYPES)
+#undef CLEF_OP_TYPES
 
 typedef enum clef_op {
-#define CLEF_OP_ENUM(op, type) CLEF_OP_##op,
+#define CLEF_OP_ENUM(op, sig, unit, work) CLEF_OP_##op,
     CLEF_OPS(CLEF_OP_ENUM)
 #undef CLEF_OP_ENUM
         CLEF_OP_COUNT
@@ -176,8 +227,32 @@ typedef enum clef_op {
 // The number of ops is part of the interface: changing it must be deliberate.
 #define CLEF_OP_COUNT_EXPECTED 25
 _Static_assert(CLEF_OP_COUNT == CLEF_OP_COUNT_EXPECTED,
-               "op list changed: update CLEF_OP_COUNT_EXPECTED, every backend "
-               "table, tests/ and bench/");
+               "op list changed: update CLEF_OP_COUNT_EXPECTED and add the "
+               "op's kernels, test and bench case (docs/ARCHITECTURE.md)");
+
+// The name of a hand-written backend's kernel for op: CLEF_KSYM(op, unit,
+// avx2, 6x16) is clef_f32_op__avx2, or clef_f32_op_6x16__avx2 for a GEMM.
+// CLEF_KSTR gives it as a string.
+#define CLEF_KSYM(op, unit, isa, tile) CLEF_KSYM_##unit(op, isa, tile)
+#define CLEF_KSYM_gemm(op, isa, tile) clef_f32_##op##_##tile##__##isa
+#define CLEF_KSYM_flops(op, isa, tile) clef_f32_##op##__##isa
+#define CLEF_KSYM_elems(op, isa, tile) clef_f32_##op##__##isa
+#define CLEF_KSTR(op, unit, isa, tile)                                         \
+    CLEF_KSTR_(CLEF_KSYM(op, unit, isa, tile))
+#define CLEF_KSTR_(name) CLEF_KSTR__(name)
+#define CLEF_KSTR__(name) #name
+
+// A hand-written backend from the op list: with
+//   #define AVX2_DECL(op, sig, unit, work) CLEF_KERNEL_DECL(op, sig, unit,
+//   avx2, 6x16)
+// CLEF_OPS(AVX2_DECL) declares every kernel; CLEF_KERNEL_ENTRY and
+// CLEF_KERNEL_NAME fill a clef_kernels initializer's pointers and names.
+#define CLEF_KERNEL_DECL(op, sig, unit, isa, tile)                             \
+    clef_##sig##_t CLEF_KSYM(op, unit, isa, tile);
+#define CLEF_KERNEL_ENTRY(op, sig, unit, isa, tile)                            \
+    .op = CLEF_KSYM(op, unit, isa, tile),
+#define CLEF_KERNEL_NAME(op, sig, unit, isa, tile)                             \
+    [CLEF_OP_##op] = CLEF_KSTR(op, unit, isa, tile),
 
 // Pre-packed GEMM operands (BLIS style), optional per backend. An operand
 // that several products read (a record's memory rows, read by every memory
@@ -217,7 +292,7 @@ typedef struct clef_gemm_prepack {
 // the plain GEMMs).
 typedef struct clef_kernels {
     const char *backend;
-#define CLEF_OP_FIELD(op, type) type op;
+#define CLEF_OP_FIELD(op, sig, unit, work) clef_##sig##_fn op;
     CLEF_OPS(CLEF_OP_FIELD)
 #undef CLEF_OP_FIELD
     const char *names[CLEF_OP_COUNT];
@@ -231,14 +306,20 @@ _Static_assert(sizeof(((clef_kernels *)0)->names) / sizeof(char *) ==
 // Op names, indexed by clef_op ("gemm_nt", ...).
 extern const char *const clef_op_names[CLEF_OP_COUNT];
 
+// 1 when op's work (the list's `work`) counts flops, 0 when elements.
+int clef_op_work_is_flops(clef_op op);
+
 // Generic access to a table's function pointer for op (for tests and bench).
 void (*clef_kernels_get(const clef_kernels *k, clef_op op))(void);
+// Stores fn, a pointer of op's own type, into k's slot for op (one store).
+void clef_kernels_set(clef_kernels *k, clef_op op, void (*fn)(void));
 
 // Returns the first op whose pointer or name is missing, or CLEF_OP_COUNT
 // when the table is complete.
 clef_op clef_kernels_first_missing(const clef_kernels *k);
 
-// The scalar reference backend: readable loops, -ffp-contract=off, no fast-math.
+// The scalar reference backend: readable loops, -ffp-contract=off, no
+// fast-math.
 extern const clef_kernels clef_scalar_kernels;
 
 #endif

@@ -7,34 +7,29 @@
 
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
-#include "scheduler/registry.h"
 #include "backends/scalar/scalar.h"
 #include "cpu/cpu.h"
+#include "scheduler/registry.h"
 
 #define CLEF_MAX_CANDIDATES 3
 
-// Per op: avx512, avx2, scalar (every shape each; see dispatch.h).
-#define CAND(name, isa, backend)                                               \
-    {#name, isa, backend, (void (*)(void))name, NULL}
-#define CAND_ROW(op)                                                           \
-    [CLEF_OP_##op] = {CAND(clef_f32_##op##__avx512, CLEF_ISA_AVX512, "avx512"), \
-                      CAND(clef_f32_##op##__avx2, CLEF_ISA_AVX2, "avx2"),       \
-                      CAND(clef_f32_##op##__scalar, CLEF_ISA_SCALAR, "scalar")},
-#define CAND_GEMM_ROW(op)                                                      \
-    [CLEF_OP_##op] = {CAND(clef_f32_##op##_14x32__avx512, CLEF_ISA_AVX512, "avx512"), \
-                      CAND(clef_f32_##op##_6x16__avx2, CLEF_ISA_AVX2, "avx2"),  \
-                      CAND(clef_f32_##op##__scalar, CLEF_ISA_SCALAR, "scalar")},
+// Per op, from the op list: avx512, avx2, scalar (every shape each; see
+// dispatch.h).
+// clang-format off
+#define CAND(op, unit, isa, tile, level)                                       \
+    {CLEF_KSTR(op, unit, isa, tile), level, #isa,                              \
+     (void (*)(void))CLEF_KSYM(op, unit, isa, tile), NULL}
+#define CAND_ROW(op, sig, unit, work)                                          \
+    [CLEF_OP_##op] = {                                                         \
+        CAND(op, unit, avx512, CLEF_AVX512_GEMM_TILE, CLEF_ISA_AVX512),        \
+        CAND(op, unit, avx2, CLEF_AVX2_GEMM_TILE, CLEF_ISA_AVX2),              \
+        CAND(op, elems, scalar, , CLEF_ISA_SCALAR)},
+// clang-format on
 
 static const clef_candidate g_candidates[CLEF_OP_COUNT][CLEF_MAX_CANDIDATES] = {
-    CAND_GEMM_ROW(gemm_nt) CAND_GEMM_ROW(gemm_nn) CAND_GEMM_ROW(gemm_tn)
-    CAND_ROW(bias_add) CAND_ROW(colsum) CAND_ROW(layernorm_fwd)
-    CAND_ROW(layernorm_bwd) CAND_ROW(gelu_fwd) CAND_ROW(gelu_bwd)
-    CAND_ROW(softmax_fwd) CAND_ROW(softmax_bwd) CAND_ROW(softmax_seg_fwd)
-    CAND_ROW(softmax_seg_bwd) CAND_ROW(attention_fwd) CAND_ROW(attention_bwd)
-    CAND_ROW(span_mean) CAND_ROW(span_scatter) CAND_ROW(gather_rows)
-    CAND_ROW(scatter_add_rows) CAND_ROW(normalize_fwd) CAND_ROW(normalize_bwd)
-    CAND_ROW(cosine_fwd) CAND_ROW(cosine_bwd) CAND_ROW(adamw) CAND_ROW(loss)
-};
+    CLEF_OPS(CAND_ROW)};
+#undef CAND_ROW
+#undef CAND
 
 const clef_candidate *clef_dispatch_candidates(clef_op op, int *count)
 {
@@ -58,21 +53,6 @@ const clef_candidate *clef_dispatch_pick(clef_op op, int max_isa,
         if (c[i].isa <= max_isa && accepts(&c[i], shape))
             return &c[i];
     return NULL;
-}
-
-// Sets the op's pointer in a table from a generic pointer.
-static void set_op(clef_kernels *k, clef_op op, void (*fn)(void))
-{
-    switch (op) {
-#define CLEF_SET_CASE(o, type)                                                 \
-    case CLEF_OP_##o:                                                          \
-        k->o = (type)fn;                                                       \
-        break;
-        CLEF_OPS(CLEF_SET_CASE)
-#undef CLEF_SET_CASE
-    default:
-        break;
-    }
 }
 
 // Why the CPU (or the cap) cannot run level isa; NULL when it can.
@@ -105,7 +85,8 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
         strcmp(backend_restriction, "auto") != 0) {
         only = clef_isa_parse(backend_restriction);
         if (only < 0) {
-            snprintf(why, whylen, "%s: not an ISA backend (scalar|avx2|avx512|auto)",
+            snprintf(why, whylen,
+                     "%s: not an ISA backend (scalar|avx2|avx512|auto)",
                      backend_restriction);
             return -1;
         }
@@ -134,7 +115,7 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
                      clef_op_names[op]);
             return -1;
         }
-        set_op(&k, (clef_op)op, best->fn);
+        clef_kernels_set(&k, (clef_op)op, best->fn);
         k.names[op] = best->name;
         if (op == CLEF_OP_gemm_nt) { // pre-packed operands of the same backend
             const clef_backend *bb = clef_backend_find(best->backend);
@@ -145,7 +126,8 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
         fprintf(stderr, "clef: dispatch (%s, max isa %s):\n", k.backend,
                 clef_isa_name(max_isa));
         for (int op = 0; op < CLEF_OP_COUNT; op++)
-            fprintf(stderr, "clef:   %-17s %s\n", clef_op_names[op], k.names[op]);
+            fprintf(stderr, "clef:   %-17s %s\n", clef_op_names[op],
+                    k.names[op]);
         fprintf(stderr, "clef:   %-17s %s\n", "gemm_prepack",
                 k.prepack ? k.prepack->name : "none");
     }

@@ -21,21 +21,6 @@
 #include "backends/scalar/scalar.h"
 #include "cpu/cpu.h"
 
-// Stores fn into t's slot for op (one pointer store).
-static void set_op(clef_kernels *t, clef_op op, void (*fn)(void))
-{
-    switch (op) {
-#define SET_CASE(o, type)                                                      \
-    case CLEF_OP_##o:                                                          \
-        t->o = (type)fn;                                                       \
-        break;
-        CLEF_OPS(SET_CASE)
-#undef SET_CASE
-    default:
-        break;
-    }
-}
-
 static int table_complete(const clef_backend *b)
 {
     return b && b->table &&
@@ -107,7 +92,7 @@ int clef_fill_fallthrough(clef_kernels *t, const char *lib)
                         clef_op_names[op], t->names[op]);
             continue;
         }
-        set_op(t, (clef_op)op, clef_kernels_get(hw, (clef_op)op));
+        clef_kernels_set(t, (clef_op)op, clef_kernels_get(hw, (clef_op)op));
         t->names[op] = hw->names[op];
         n++;
         if (verbose)
@@ -143,13 +128,6 @@ int clef_shape_class_parse(const char *name)
         if (name && strcmp(name, g_class_names[c]) == 0)
             return c;
     return -1;
-}
-
-int clef_op_work_is_flops(clef_op op)
-{
-    return op == CLEF_OP_gemm_nt || op == CLEF_OP_gemm_nn ||
-           op == CLEF_OP_gemm_tn || op == CLEF_OP_attention_fwd ||
-           op == CLEF_OP_attention_bwd;
 }
 
 clef_shape_class clef_shape_class_of(clef_op op, double work)
@@ -421,158 +399,18 @@ static void (*pick(clef_op op, double work))(void)
     return s->fn[op][clef_shape_class_of(op, work)];
 }
 
-#define PICK(op, type, work) ((type)pick(CLEF_OP_##op, (double)(work)))
-
-static void t_gemm_nt(int M, int N, int K, const float *A, int lda,
-                      const float *B, int ldb, float *C, int ldc, int acc)
-{
-    PICK(gemm_nt, clef_gemm_fn, 2.0 * M * N * K)
-    (M, N, K, A, lda, B, ldb, C, ldc, acc);
-}
-static void t_gemm_nn(int M, int N, int K, const float *A, int lda,
-                      const float *B, int ldb, float *C, int ldc, int acc)
-{
-    PICK(gemm_nn, clef_gemm_fn, 2.0 * M * N * K)
-    (M, N, K, A, lda, B, ldb, C, ldc, acc);
-}
-static void t_gemm_tn(int M, int N, int K, const float *A, int lda,
-                      const float *B, int ldb, float *C, int ldc, int acc)
-{
-    PICK(gemm_tn, clef_gemm_fn, 2.0 * M * N * K)
-    (M, N, K, A, lda, B, ldb, C, ldc, acc);
-}
-static void t_bias_add(int rows, int n, const float *b, float *y)
-{
-    PICK(bias_add, clef_bias_add_fn, (double)rows * n)(rows, n, b, y);
-}
-static void t_colsum(int rows, int n, const float *dy, float *db)
-{
-    PICK(colsum, clef_colsum_fn, (double)rows * n)(rows, n, dy, db);
-}
-static void t_layernorm_fwd(int rows, int n, const float *x, const float *g,
-                            const float *b, float *y, float *xhat, float *rstd)
-{
-    PICK(layernorm_fwd, clef_layernorm_fwd_fn, (double)rows * n)
-    (rows, n, x, g, b, y, xhat, rstd);
-}
-static void t_layernorm_bwd(int rows, int n, const float *dy,
-                            const float *xhat, const float *rstd,
-                            const float *g, float *dx, float *dg, float *db)
-{
-    PICK(layernorm_bwd, clef_layernorm_bwd_fn, (double)rows * n)
-    (rows, n, dy, xhat, rstd, g, dx, dg, db);
-}
-static void t_gelu_fwd(size_t n, const float *x, float *y)
-{
-    PICK(gelu_fwd, clef_gelu_fwd_fn, n)(n, x, y);
-}
-static void t_gelu_bwd(size_t n, const float *x, const float *dy, float *dx)
-{
-    PICK(gelu_bwd, clef_gelu_bwd_fn, n)(n, x, dy, dx);
-}
-static void t_softmax_fwd(int rows, int n, const float *x, float *y)
-{
-    PICK(softmax_fwd, clef_softmax_fwd_fn, (double)rows * n)(rows, n, x, y);
-}
-static void t_softmax_bwd(int rows, int n, const float *y, const float *dy,
-                          float *dx)
-{
-    PICK(softmax_bwd, clef_softmax_bwd_fn, (double)rows * n)
-    (rows, n, y, dy, dx);
-}
-static void t_softmax_seg_fwd(int nseg, const int *off, const float *x,
-                              float *y)
-{
-    PICK(softmax_seg_fwd, clef_softmax_seg_fwd_fn, nseg > 0 ? off[nseg] : 0)
-    (nseg, off, x, y);
-}
-static void t_softmax_seg_bwd(int nseg, const int *off, const float *y,
-                              const float *dy, float *dx)
-{
-    PICK(softmax_seg_bwd, clef_softmax_seg_bwd_fn, nseg > 0 ? off[nseg] : 0)
-    (nseg, off, y, dy, dx);
-}
-static void t_attention_fwd(int nq, int nk, int heads, int dh, const float *Q,
-                            int ldq, const float *K, int ldk, const float *V,
-                            int ldv, float *A, float *O, int ldo)
-{
-    PICK(attention_fwd, clef_attention_fwd_fn, 2.0 * heads * nq * nk * dh)
-    (nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, O, ldo);
-}
-static void t_attention_bwd(int nq, int nk, int heads, int dh, const float *Q,
-                            int ldq, const float *K, int ldk, const float *V,
-                            int ldv, const float *A, const float *dO, int lddo,
-                            float *dQ, int lddq, float *dK, int lddk,
-                            float *dV, int lddv, float *scratch)
-{
-    PICK(attention_bwd, clef_attention_bwd_fn, 2.0 * heads * nq * nk * dh)
-    (nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A, dO, lddo, dQ, lddq, dK,
-     lddk, dV, lddv, scratch);
-}
-static void t_span_mean(int nspan, const int *spans, int n, const float *X,
-                        float *Y)
-{
-    PICK(span_mean, clef_span_mean_fn, (double)nspan * n)
-    (nspan, spans, n, X, Y);
-}
-static void t_span_scatter(int nspan, const int *spans, int n,
-                           const float *dY, float *dX)
-{
-    PICK(span_scatter, clef_span_scatter_fn, (double)nspan * n)
-    (nspan, spans, n, dY, dX);
-}
-static void t_gather_rows(int nidx, const int *idx, int n, const float *X,
-                          float *Y)
-{
-    PICK(gather_rows, clef_gather_rows_fn, (double)nidx * n)
-    (nidx, idx, n, X, Y);
-}
-static void t_scatter_add_rows(int nidx, const int *idx, int n,
-                               const float *dY, float *dX)
-{
-    PICK(scatter_add_rows, clef_scatter_add_rows_fn, (double)nidx * n)
-    (nidx, idx, n, dY, dX);
-}
-static void t_normalize_fwd(int rows, int n, float eps, const float *x,
-                            float *y, float *nrm)
-{
-    PICK(normalize_fwd, clef_normalize_fwd_fn, (double)rows * n)
-    (rows, n, eps, x, y, nrm);
-}
-static void t_normalize_bwd(int rows, int n, float eps, const float *y,
-                            const float *nrm, const float *dy, float *dx)
-{
-    PICK(normalize_bwd, clef_normalize_bwd_fn, (double)rows * n)
-    (rows, n, eps, y, nrm, dy, dx);
-}
-static void t_cosine_fwd(int rows, int n, const float *a, const float *b,
-                         float *ah, float *bh, float *na, float *nb, float *c)
-{
-    PICK(cosine_fwd, clef_cosine_fwd_fn, (double)rows * n)
-    (rows, n, a, b, ah, bh, na, nb, c);
-}
-static void t_cosine_bwd(int rows, int n, const float *ah, const float *bh,
-                         const float *na, const float *nb, const float *dc,
-                         float *da, float *db)
-{
-    PICK(cosine_bwd, clef_cosine_bwd_fn, (double)rows * n)
-    (rows, n, ah, bh, na, nb, dc, da, db);
-}
-static void t_adamw(size_t n, float *theta, const float *g, float *m, float *v,
-                    const clef_adamw_args *a)
-{
-    PICK(adamw, clef_adamw_fn, n)(n, theta, g, m, v, a);
-}
-static void t_loss(int nq, const int *off, const int *is_score, const float *z,
-                   const float *y, const clef_loss_args *a, float *p, float *dz,
-                   double *loss)
-{
-    PICK(loss, clef_loss_fn, nq > 0 ? off[nq] : 0)
-    (nq, off, is_score, z, y, a, p, dz, loss);
-}
+// One trampoline per op, t_<op>, from the op list: it picks the selection's
+// kernel for the class of this call's work and calls it.
+#define TRAMPOLINE(op, sig, unit, work)                                        \
+    static void t_##op CLEF_SIG_##sig                                          \
+    {                                                                          \
+        ((clef_##sig##_fn)pick(CLEF_OP_##op, (double)(work)))CLEF_ARGS_##sig;  \
+    }
+CLEF_OPS(TRAMPOLINE)
+#undef TRAMPOLINE
 
 static void (*const g_tramp[CLEF_OP_COUNT])(void) = {
-#define TRAMP(op, type) [CLEF_OP_##op] = (void (*)(void))t_##op,
+#define TRAMP(op, sig, unit, work) [CLEF_OP_##op] = (void (*)(void))t_##op,
     CLEF_OPS(TRAMP)
 #undef TRAMP
 };
@@ -783,14 +621,14 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
                         ch[c].backend->table->names[op], ch[c].why);
         }
         if (!mixed) {
-            set_op(out, (clef_op)op, s->fn[op][0]);
+            clef_kernels_set(out, (clef_op)op, s->fn[op][0]);
             out->names[op] = ch[0].backend->table->names[op];
             continue;
         }
         snprintf(s->names[op], sizeof s->names[op],
                  "auto(small %s, medium %s, large %s)", ch[0].backend->name,
                  ch[1].backend->name, ch[2].backend->name);
-        set_op(out, (clef_op)op, g_tramp[op]);
+        clef_kernels_set(out, (clef_op)op, g_tramp[op]);
         out->names[op] = s->names[op];
     }
     // Pre-packed operands: the best hand-written backend's (CLEF_MAX_ISA
@@ -807,8 +645,8 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
 }
 
 // ---- the registry's `auto` entry ----
-#define SCALAR(op, type) .op = clef_f32_##op##__scalar,
-#define SCALAR_NAME(op, type) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
+#define SCALAR(op, sig, unit, work) .op = clef_f32_##op##__scalar,
+#define SCALAR_NAME(op, sig, unit, work) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
 clef_kernels clef_auto_table = {
     .backend = "auto",
     CLEF_OPS(SCALAR)
@@ -827,7 +665,7 @@ static void auto_resolve(void)
         return; // keeps the scalar reference
     // field by field: a reader never sees a torn or NULL entry
     for (int op = 0; op < CLEF_OP_COUNT; op++) {
-        set_op(&clef_auto_table, (clef_op)op,
+        clef_kernels_set(&clef_auto_table, (clef_op)op,
                clef_kernels_get(&k, (clef_op)op));
         clef_auto_table.names[op] = k.names[op];
     }

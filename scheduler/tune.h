@@ -60,9 +60,8 @@ int clef_shape_class_parse(const char *name);          // -1 when unknown
 // nspan·n, nidx·n).
 // Thresholds: flops < 2^21 small, < 2^30 medium; elements < 2^14 small,
 // < 2^20 medium; the rest large.
+// (Which ops count flops: the op list's unit, clef_op_work_is_flops.)
 clef_shape_class clef_shape_class_of(clef_op op, double work);
-// 1 when op's work is counted in flops.
-int clef_op_work_is_flops(clef_op op);
 
 // ---- the tuning file ----
 #define CLEF_TUNE_FORMAT "clef-tune/1"

@@ -4,14 +4,18 @@
 #ifndef CLEF_AVX2_H
 #define CLEF_AVX2_H
 
-#include "isa_decls.h"
+#include "kernels.h"
 
-CLEF_ISA_GEMM_DECL(clef_f32_gemm_nt_6x16__avx2)
-CLEF_ISA_GEMM_DECL(clef_f32_gemm_nn_6x16__avx2)
-CLEF_ISA_GEMM_DECL(clef_f32_gemm_tn_6x16__avx2)
+// Every kernel, from the op list: clef_f32_<op>__avx2, the GEMMs
+// clef_f32_gemm_nt_6x16__avx2 (their register tile in the name).
+#define CLEF_AVX2_GEMM_TILE 6x16
+#define CLEF_AVX2_DECL(op, sig, unit, work)                                    \
+    CLEF_KERNEL_DECL(op, sig, unit, avx2, CLEF_AVX2_GEMM_TILE)
+CLEF_OPS(CLEF_AVX2_DECL)
+// erf alone, for its accuracy test (gelu.c)
+void clef_f32_erf__avx2(size_t n, const float *x, float *y);
 // Pre-packed GEMM operands (kernels.h), on the same microkernel.
 extern const clef_gemm_prepack clef_gemm_prepack_6x16__avx2;
-CLEF_ISA_KERNEL_DECLS(avx2)
 
 // Complete: every op has an entry that works for every shape.
 extern const clef_kernels clef_avx2_kernels;

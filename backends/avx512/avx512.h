@@ -5,14 +5,18 @@
 #ifndef CLEF_AVX512_H
 #define CLEF_AVX512_H
 
-#include "../avx2/isa_decls.h"
+#include "kernels.h"
 
-CLEF_ISA_GEMM_DECL(clef_f32_gemm_nt_14x32__avx512)
-CLEF_ISA_GEMM_DECL(clef_f32_gemm_nn_14x32__avx512)
-CLEF_ISA_GEMM_DECL(clef_f32_gemm_tn_14x32__avx512)
+// Every kernel, from the op list: clef_f32_<op>__avx512, the GEMMs
+// clef_f32_gemm_nt_14x32__avx512 (their register tile in the name).
+#define CLEF_AVX512_GEMM_TILE 14x32
+#define CLEF_AVX512_DECL(op, sig, unit, work)                                  \
+    CLEF_KERNEL_DECL(op, sig, unit, avx512, CLEF_AVX512_GEMM_TILE)
+CLEF_OPS(CLEF_AVX512_DECL)
+// erf alone, for its accuracy test (gelu.c)
+void clef_f32_erf__avx512(size_t n, const float *x, float *y);
 // Pre-packed GEMM operands (kernels.h), on the same microkernel.
 extern const clef_gemm_prepack clef_gemm_prepack_14x32__avx512;
-CLEF_ISA_KERNEL_DECLS(avx512)
 
 // Complete: every op has an entry that works for every shape.
 extern const clef_kernels clef_avx512_kernels;
