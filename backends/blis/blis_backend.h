@@ -29,8 +29,8 @@ void clef_f32_gemm_tn__blis(int M, int N, int K, const float *A, int lda,
 
 // The table as BLIS fills it: its GEMMs (names carrying the
 // sub-configuration, e.g. "clef_f32_gemm_nt__blis_generic", resolved by the
-// first clef_blis_unavailable() or clef_blis_kernels() call) and the scalar
-// reference for every other op. The selector (scheduler/registry.c) points
+// first clef_blis_unavailable() or clef_blis_kernels() call); every other
+// op NULL. The selector (scheduler/registry.c) points
 // those at the best hand-written kernels once; take the table through the
 // registry (clef_backend_find("blis")) to get it composed.
 extern clef_kernels clef_blis_table;

@@ -1,34 +1,24 @@
-// The BLIS backend's table: BLIS GEMMs, the best hand-written kernel for
-// every other op (resolved once), and what BLIS chose for this CPU.
+// The BLIS backend's table: BLIS's GEMMs (every other op NULL, for the
+// selector to fill), and what BLIS chose for this CPU.
 #include <blis.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "backends/scalar/scalar.h"
 #include "blis_backend.h"
 #include "cpu/cpu.h" // clef_verbose
 
-#define SCALAR(op) .op = clef_f32_##op##__scalar,
-#define SCALAR_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
-#define FALLTHROUGH_OPS(X)                                                     \
-    X(bias_add) X(colsum) X(layernorm_fwd) X(layernorm_bwd) X(gelu_fwd)        \
-    X(gelu_bwd) X(softmax_fwd) X(softmax_bwd) X(softmax_seg_fwd)               \
-    X(softmax_seg_bwd) X(attention_fwd) X(attention_bwd) X(span_mean)          \
-    X(span_scatter) X(gather_rows) X(scatter_add_rows) X(normalize_fwd)        \
-    X(normalize_bwd) X(cosine_fwd) X(cosine_bwd) X(adamw) X(loss)
-
+// The GEMMs only: an op BLIS lacks stays NULL here, and the selector
+// (scheduler/registry.c) gives it the best hand-written kernel.
 clef_kernels clef_blis_table = {
     .backend = "blis",
     .gemm_nt = clef_f32_gemm_nt__blis,
     .gemm_nn = clef_f32_gemm_nn__blis,
     .gemm_tn = clef_f32_gemm_tn__blis,
-    FALLTHROUGH_OPS(SCALAR)
     .names = {[CLEF_OP_gemm_nt] = "clef_f32_gemm_nt__blis",
               [CLEF_OP_gemm_nn] = "clef_f32_gemm_nn__blis",
-              [CLEF_OP_gemm_tn] = "clef_f32_gemm_tn__blis",
-              FALLTHROUGH_OPS(SCALAR_NAME)},
+              [CLEF_OP_gemm_tn] = "clef_f32_gemm_tn__blis"},
 };
 
 static char g_arch[32], g_version[32];

@@ -45,8 +45,7 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y);
 void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
                                   const float *dy, float *dx);
 
-// The table as oneDNN fills it: the ops it lacks point at the scalar
-// reference. The selector (scheduler/registry.c) composes it once, after
+// The table as oneDNN fills it: the ops it lacks are NULL. The selector (scheduler/registry.c) composes it once, after
 // clef_onednn_unavailable() says oneDNN runs: it points those ops at the
 // best hand-written kernels (clef_fill_fallthrough) and sets the kernels
 // oneDNN's own ops fall back to for shapes it refuses. Take the table

@@ -1,5 +1,5 @@
-// The oneDNN backend's table: oneDNN kernels for the ops it has, the best
-// hand-written kernel for the rest (resolved once, see onednn.h).
+// The oneDNN backend's table: oneDNN kernels for the ops it has (the rest
+// NULL, for the selector to fill; see onednn.h).
 #include "onednn_int.h"
 
 #include <omp.h>
@@ -12,21 +12,15 @@
 #define NATIVE(op) .op = clef_f32_##op##__onednn,
 #define NATIVE_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__onednn",
 #define ONEDNN_OPS(X)                                                          \
-    X(gemm_nt) X(gemm_nn) X(gemm_tn) X(layernorm_fwd) X(layernorm_bwd)         \
-    X(gelu_fwd) X(gelu_bwd) X(softmax_fwd) X(softmax_bwd)
-// Until resolved, the ops oneDNN lacks run the scalar reference.
-#define SCALAR(op) .op = clef_f32_##op##__scalar,
-#define SCALAR_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
-#define FALLTHROUGH_OPS(X)                                                     \
-    X(bias_add) X(colsum) X(softmax_seg_fwd) X(softmax_seg_bwd)                \
-    X(attention_fwd) X(attention_bwd) X(span_mean) X(span_scatter)             \
-    X(gather_rows) X(scatter_add_rows) X(normalize_fwd) X(normalize_bwd)       \
-    X(cosine_fwd) X(cosine_bwd) X(adamw) X(loss)
-
+    X(gemm_nt)                                                                 \
+    X(gemm_nn)                                                                 \
+    X(gemm_tn) X(layernorm_fwd) X(layernorm_bwd) X(gelu_fwd) X(gelu_bwd)       \
+        X(softmax_fwd) X(softmax_bwd)
+// An op oneDNN lacks stays NULL here; the selector (scheduler/registry.c)
+// gives it the best hand-written kernel.
 clef_kernels clef_onednn_table = {
     .backend = "onednn",
-    ONEDNN_OPS(NATIVE) FALLTHROUGH_OPS(SCALAR)
-    .names = {ONEDNN_OPS(NATIVE_NAME) FALLTHROUGH_OPS(SCALAR_NAME)},
+    ONEDNN_OPS(NATIVE).names = {ONEDNN_OPS(NATIVE_NAME)},
 };
 
 static const char *g_why;
