@@ -217,6 +217,18 @@ cleanup:
     return rc;
 }
 
+int clef_onednn_create_bwd(clef_onednn_prim *p, const_dnnl_op_desc_t bwd,
+                           const_dnnl_op_desc_t fwd)
+{
+    dnnl_primitive_desc_t hint = NULL;
+    if (dnnl_primitive_desc_create(&hint, fwd, NULL, clef_onednn_engine(),
+                                   NULL) != dnnl_success)
+        return -1;
+    int rc = clef_onednn_create(p, bwd, NULL, hint);
+    dnnl_primitive_desc_destroy(hint);
+    return rc;
+}
+
 // ---- the cache ----
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static clef_onednn_prim g_slots[CACHE_SLOTS];
@@ -361,7 +373,7 @@ int clef_onednn_run(const clef_onednn_prim *p, int n,
         return -1;
     for (; made < n; made++) {
         ea[made].arg = args[made].arg;
-        if (dnnl_memory_create(&ea[made].memory, args[made].md,
+        if (dnnl_memory_create(&ea[made].memory, &p->md[args[made].md],
                                clef_onednn_engine(),
                                (void *)args[made].ptr) != dnnl_success)
             goto cleanup;
@@ -379,6 +391,25 @@ int clef_onednn_run(const clef_onednn_prim *p, int n,
 cleanup:
     for (int i = 0; i < made; i++)
         dnnl_memory_destroy(ea[i].memory);
+    return rc;
+}
+
+int clef_onednn_call(int kind, int64_t d0, int64_t d1,
+                     clef_onednn_build_fn build, int n,
+                     const clef_onednn_arg *args)
+{
+    clef_onednn_key key;
+    memset(&key, 0, sizeof key);
+    key.kind = kind;
+    key.d[0] = d0, key.d[1] = d1;
+    int saved = clef_onednn_threads_begin();
+    clef_onednn_prim *p = clef_onednn_acquire(&key, build);
+    int rc = -1;
+    if (p) {
+        rc = clef_onednn_run(p, n, args);
+        clef_onednn_release(p);
+    }
+    clef_onednn_threads_end(saved);
     return rc;
 }
 

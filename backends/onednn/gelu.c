@@ -32,29 +32,12 @@ static int build_fwd(clef_onednn_prim *p)
 static int build_bwd(clef_onednn_prim *p)
 {
     dnnl_eltwise_desc_t fd, bd;
-    dnnl_primitive_desc_t hint = NULL;
-    int rc = -1;
     if (init_fwd_desc(p, &fd) != 0 ||
         dnnl_eltwise_backward_desc_init(&bd, dnnl_eltwise_gelu_erf,
                                         &p->md[MD_DATA], &p->md[MD_DATA], 0.0f,
-                                        0.0f) != dnnl_success ||
-        dnnl_primitive_desc_create(&hint, &fd, NULL, clef_onednn_engine(),
-                                   NULL) != dnnl_success)
-        goto cleanup;
-    rc = clef_onednn_create(p, &bd, NULL, hint);
-cleanup:
-    if (hint)
-        dnnl_primitive_desc_destroy(hint);
-    return rc;
-}
-
-static clef_onednn_prim *acquire(int kind, size_t n, clef_onednn_build_fn b)
-{
-    clef_onednn_key key;
-    memset(&key, 0, sizeof key);
-    key.kind = kind;
-    key.d[0] = (int64_t)n;
-    return clef_onednn_acquire(&key, b);
+                                        0.0f) != dnnl_success)
+        return -1;
+    return clef_onednn_create_bwd(p, &bd, &fd);
 }
 
 // y (n) = x Φ(x)
@@ -62,17 +45,9 @@ void clef_f32_gelu_fwd__onednn(size_t n, const float *x, float *y)
 {
     if (n == 0)
         return;
-    int saved = clef_onednn_threads_begin();
-    clef_onednn_prim *p = acquire(ONEDNN_GELU_FWD, n, build_fwd);
-    int rc = -1;
-    if (p) {
-        clef_onednn_arg args[] = {{DNNL_ARG_SRC, &p->md[MD_DATA], x},
-                                  {DNNL_ARG_DST, &p->md[MD_DATA], y}};
-        rc = clef_onednn_run(p, 2, args);
-        clef_onednn_release(p);
-    }
-    clef_onednn_threads_end(saved);
-    if (rc != 0)
+    clef_onednn_arg args[] = {{DNNL_ARG_SRC, MD_DATA, x},
+                              {DNNL_ARG_DST, MD_DATA, y}};
+    if (clef_onednn_call(ONEDNN_GELU_FWD, (int64_t)n, 0, build_fwd, 2, args))
         clef_onednn_fallback()->gelu_fwd(n, x, y);
 }
 
@@ -83,18 +58,11 @@ void clef_f32_gelu_bwd__onednn(size_t n, const float *x, const float *dy,
     if (n == 0)
         return;
     float *t = clef_onednn_scratch(n); // (n) oneDNN's diff_src
-    int saved = clef_onednn_threads_begin();
-    clef_onednn_prim *p = t ? acquire(ONEDNN_GELU_BWD, n, build_bwd) : NULL;
-    int rc = -1;
-    if (p) {
-        clef_onednn_arg args[] = {{DNNL_ARG_SRC, &p->md[MD_DATA], x},
-                                  {DNNL_ARG_DIFF_DST, &p->md[MD_DATA], dy},
-                                  {DNNL_ARG_DIFF_SRC, &p->md[MD_DATA], t}};
-        rc = clef_onednn_run(p, 3, args);
-        clef_onednn_release(p);
-    }
-    clef_onednn_threads_end(saved);
-    if (rc != 0) {
+    clef_onednn_arg args[] = {{DNNL_ARG_SRC, MD_DATA, x},
+                              {DNNL_ARG_DIFF_DST, MD_DATA, dy},
+                              {DNNL_ARG_DIFF_SRC, MD_DATA, t}};
+    if (!t ||
+        clef_onednn_call(ONEDNN_GELU_BWD, (int64_t)n, 0, build_bwd, 3, args)) {
         clef_onednn_fallback()->gelu_bwd(n, x, dy, dx);
         return;
     }

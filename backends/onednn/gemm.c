@@ -127,9 +127,9 @@ static void gemm_run(const gemm_job *j, const clef_onednn_prim *p, int M,
     int rc = -1;
     if (p) {
         clef_onednn_arg args[] = {
-            {DNNL_ARG_SRC, &p->md[MD_SRC], A},
-            {DNNL_ARG_WEIGHTS, &p->md[MD_WEI], B},
-            {DNNL_ARG_DST, &p->md[MD_DST], C},
+            {DNNL_ARG_SRC, MD_SRC, A},
+            {DNNL_ARG_WEIGHTS, MD_WEI, B},
+            {DNNL_ARG_DST, MD_DST, C},
         };
         int saved = clef_onednn_threads_begin();
         rc = clef_onednn_run(p, 3, args);

@@ -46,33 +46,28 @@ static int build_bwd(clef_onednn_prim *p)
 {
     const unsigned flags = dnnl_use_scale | dnnl_use_shift;
     dnnl_layer_normalization_desc_t fd, bd;
-    dnnl_primitive_desc_t hint = NULL;
-    int rc = -1;
     if (init_mds(p) != 0 ||
         dnnl_layer_normalization_forward_desc_init(
             &fd, dnnl_forward_training, &p->md[MD_DATA], &p->md[MD_STAT], 0.0f,
             flags) != dnnl_success ||
         dnnl_layer_normalization_backward_desc_init(
             &bd, dnnl_backward, &p->md[MD_DATA], &p->md[MD_DATA],
-            &p->md[MD_STAT], 0.0f, flags) != dnnl_success ||
-        dnnl_primitive_desc_create(&hint, &fd, NULL, clef_onednn_engine(),
-                                   NULL) != dnnl_success)
-        goto cleanup;
-    rc = clef_onednn_create(p, &bd, NULL, hint);
-cleanup:
-    if (hint)
-        dnnl_primitive_desc_destroy(hint);
-    return rc;
+            &p->md[MD_STAT], 0.0f, flags) != dnnl_success)
+        return -1;
+    return clef_onednn_create_bwd(p, &bd, &fd);
 }
 
-static clef_onednn_prim *acquire(int kind, int rows, int n,
-                                 clef_onednn_build_fn build)
+// oneDNN's forward: xhat (rows,n), then mean and var (rows each) in stat.
+static int ln_fwd_call(int rows, int n, const float *x, float *xhat,
+                       float *stat)
 {
-    clef_onednn_key key;
-    memset(&key, 0, sizeof key);
-    key.kind = kind;
-    key.d[0] = rows, key.d[1] = n;
-    return clef_onednn_acquire(&key, build);
+    clef_onednn_arg args[] = {
+        {DNNL_ARG_SRC, MD_DATA, x},
+        {DNNL_ARG_DST, MD_DATA, xhat},
+        {DNNL_ARG_MEAN, MD_STAT, stat},
+        {DNNL_ARG_VARIANCE, MD_STAT, stat + rows},
+    };
+    return clef_onednn_call(ONEDNN_LN_FWD, rows, n, build_fwd, 4, args);
 }
 
 void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
@@ -82,22 +77,7 @@ void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
     if (rows <= 0 || n <= 0)
         return;
     float *stat = clef_onednn_scratch(2 * (size_t)rows); // mean, var (rows)
-    int saved = clef_onednn_threads_begin();
-    clef_onednn_prim *p =
-        stat ? acquire(ONEDNN_LN_FWD, rows, n, build_fwd) : NULL;
-    int rc = -1;
-    if (p) {
-        clef_onednn_arg args[] = {
-            {DNNL_ARG_SRC, &p->md[MD_DATA], x},
-            {DNNL_ARG_DST, &p->md[MD_DATA], xhat},
-            {DNNL_ARG_MEAN, &p->md[MD_STAT], stat},
-            {DNNL_ARG_VARIANCE, &p->md[MD_STAT], stat + rows},
-        };
-        rc = clef_onednn_run(p, 4, args);
-        clef_onednn_release(p);
-    }
-    clef_onednn_threads_end(saved);
-    if (rc != 0) {
+    if (!stat || ln_fwd_call(rows, n, x, xhat, stat) != 0) {
         clef_onednn_fallback()->layernorm_fwd(rows, n, x, gamma, beta, y, xhat,
                                               rstd);
         return;
@@ -111,6 +91,28 @@ void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
     }
 }
 
+// oneDNN's backward into t: t (rows,n), then dgamma', dbeta' (n); its
+// inputs mean 0 and var 1 (rows each) after them.
+static int ln_bwd_call(int rows, int n, const float *dy, const float *xhat,
+                       const float *gamma, float *t)
+{
+    size_t rn = (size_t)rows * n;
+    float *dg = t + rn, *db = dg + n, *mean = db + n, *var = mean + rows;
+    for (int r = 0; r < rows; r++)
+        mean[r] = 0.0f, var[r] = 1.0f;
+    clef_onednn_arg args[] = {
+        {DNNL_ARG_SRC, MD_DATA, xhat},
+        {DNNL_ARG_MEAN, MD_STAT, mean},
+        {DNNL_ARG_VARIANCE, MD_STAT, var},
+        {DNNL_ARG_DIFF_DST, MD_DATA, dy},
+        {DNNL_ARG_SCALE, MD_SCALE, gamma},
+        {DNNL_ARG_DIFF_SRC, MD_DATA, t},
+        {DNNL_ARG_DIFF_SCALE, MD_SCALE, dg},
+        {DNNL_ARG_DIFF_SHIFT, MD_SCALE, db},
+    };
+    return clef_onednn_call(ONEDNN_LN_BWD, rows, n, build_bwd, 8, args);
+}
+
 void clef_f32_layernorm_bwd__onednn(int rows, int n, const float *dy,
                                     const float *xhat, const float *rstd,
                                     const float *gamma, float *dx,
@@ -121,29 +123,7 @@ void clef_f32_layernorm_bwd__onednn(int rows, int n, const float *dy,
     // scratch: t (rows,n), dgamma', dbeta' (n), mean 0, var 1 (rows)
     size_t rn = (size_t)rows * n;
     float *t = clef_onednn_scratch(rn + 2 * (size_t)n + 2 * (size_t)rows);
-    int saved = clef_onednn_threads_begin();
-    clef_onednn_prim *p =
-        t ? acquire(ONEDNN_LN_BWD, rows, n, build_bwd) : NULL;
-    int rc = -1;
-    if (p) {
-        float *dg = t + rn, *db = dg + n, *mean = db + n, *var = mean + rows;
-        for (int r = 0; r < rows; r++)
-            mean[r] = 0.0f, var[r] = 1.0f;
-        clef_onednn_arg args[] = {
-            {DNNL_ARG_SRC, &p->md[MD_DATA], xhat},
-            {DNNL_ARG_MEAN, &p->md[MD_STAT], mean},
-            {DNNL_ARG_VARIANCE, &p->md[MD_STAT], var},
-            {DNNL_ARG_DIFF_DST, &p->md[MD_DATA], dy},
-            {DNNL_ARG_SCALE, &p->md[MD_SCALE], gamma},
-            {DNNL_ARG_DIFF_SRC, &p->md[MD_DATA], t},
-            {DNNL_ARG_DIFF_SCALE, &p->md[MD_SCALE], dg},
-            {DNNL_ARG_DIFF_SHIFT, &p->md[MD_SCALE], db},
-        };
-        rc = clef_onednn_run(p, 8, args);
-        clef_onednn_release(p);
-    }
-    clef_onednn_threads_end(saved);
-    if (rc != 0) {
+    if (!t || ln_bwd_call(rows, n, dy, xhat, gamma, t) != 0) {
         clef_onednn_fallback()->layernorm_bwd(rows, n, dy, xhat, rstd, gamma,
                                               dx, dgamma, dbeta);
         return;

@@ -72,16 +72,24 @@ clef_onednn_prim *clef_onednn_acquire(const clef_onednn_key *key,
                                       clef_onednn_build_fn build);
 void clef_onednn_release(clef_onednn_prim *p);
 
-// Runs p with n (arg, md, pointer) triples on this thread's stream, with
-// this thread's scratchpad. Call it between clef_onednn_threads_begin and
-// _end. 0 or -1.
+// Runs p with n (arg, p->md index, pointer) triples on this thread's
+// stream, with this thread's scratchpad. Call it between
+// clef_onednn_threads_begin and _end. 0 or -1.
 typedef struct clef_onednn_arg {
     int arg;
-    const dnnl_memory_desc_t *md;
+    int md; // index into the primitive's md[]
     const void *ptr;
 } clef_onednn_arg;
 int clef_onednn_run(const clef_onednn_prim *p, int n,
                     const clef_onednn_arg *args);
+
+// One call of the primitive of kind and sizes (d0, d1) (every other key
+// field 0; built with build on a miss), on this thread alone: threads,
+// acquire, run, release. 0, or -1 when oneDNN refuses (the caller then
+// runs clef_onednn_fallback()'s kernel).
+int clef_onednn_call(int kind, int64_t d0, int64_t d1,
+                     clef_onednn_build_fn build, int n,
+                     const clef_onednn_arg *args);
 
 // Sets this thread's OpenMP thread count to 1 (oneDNN plans and runs every
 // primitive on the calling thread alone); returns the count to give back to
@@ -107,5 +115,9 @@ const clef_kernels *clef_onednn_fallback(void);
 int clef_onednn_create(clef_onednn_prim *p, const_dnnl_op_desc_t desc,
                        const_dnnl_primitive_attr_t attr,
                        const_dnnl_primitive_desc_t hint);
+// Creates p->prim from a backward op descriptor, with the primitive
+// descriptor of its forward op descriptor fwd as the hint. 0 or -1.
+int clef_onednn_create_bwd(clef_onednn_prim *p, const_dnnl_op_desc_t bwd,
+                           const_dnnl_op_desc_t fwd);
 
 #endif

@@ -35,30 +35,12 @@ static int build_fwd(clef_onednn_prim *p)
 static int build_bwd(clef_onednn_prim *p)
 {
     dnnl_softmax_v2_desc_t fd, bd;
-    dnnl_primitive_desc_t hint = NULL;
-    int rc = -1;
     if (init_fwd_desc(p, &fd) != 0 ||
         dnnl_softmax_v2_backward_desc_init(
             &bd, dnnl_softmax_accurate, &p->md[MD_DATA], &p->md[MD_DATA],
-            &p->md[MD_DATA], 1) != dnnl_success ||
-        dnnl_primitive_desc_create(&hint, &fd, NULL, clef_onednn_engine(),
-                                   NULL) != dnnl_success)
-        goto cleanup;
-    rc = clef_onednn_create(p, &bd, NULL, hint);
-cleanup:
-    if (hint)
-        dnnl_primitive_desc_destroy(hint);
-    return rc;
-}
-
-static clef_onednn_prim *acquire(int kind, int rows, int n,
-                                 clef_onednn_build_fn b)
-{
-    clef_onednn_key key;
-    memset(&key, 0, sizeof key);
-    key.kind = kind;
-    key.d[0] = rows, key.d[1] = n;
-    return clef_onednn_acquire(&key, b);
+            &p->md[MD_DATA], 1) != dnnl_success)
+        return -1;
+    return clef_onednn_create_bwd(p, &bd, &fd);
 }
 
 // 1 when row x (n) is entirely −INF (stops at the first other entry, so a
@@ -83,18 +65,10 @@ void clef_f32_softmax_fwd__onednn(int rows, int n, const float *x, float *y)
         masked[r] = (float)row_masked(n, x + (size_t)r * n);
         any_masked |= masked[r] != 0.0f;
     }
-    int saved = clef_onednn_threads_begin();
-    clef_onednn_prim *p =
-        masked ? acquire(ONEDNN_SOFTMAX_FWD, rows, n, build_fwd) : NULL;
-    int rc = -1;
-    if (p) {
-        clef_onednn_arg args[] = {{DNNL_ARG_SRC, &p->md[MD_DATA], x},
-                                  {DNNL_ARG_DST, &p->md[MD_DATA], y}};
-        rc = clef_onednn_run(p, 2, args);
-        clef_onednn_release(p);
-    }
-    clef_onednn_threads_end(saved);
-    if (rc != 0) {
+    clef_onednn_arg args[] = {{DNNL_ARG_SRC, MD_DATA, x},
+                              {DNNL_ARG_DST, MD_DATA, y}};
+    if (!masked ||
+        clef_onednn_call(ONEDNN_SOFTMAX_FWD, rows, n, build_fwd, 2, args)) {
         clef_onednn_fallback()->softmax_fwd(rows, n, x, y);
         return;
     }
@@ -111,19 +85,11 @@ void clef_f32_softmax_bwd__onednn(int rows, int n, const float *y,
         return;
     size_t rn = (size_t)rows * n;
     float *t = clef_onednn_scratch(rn); // (rows,n) oneDNN's diff_src
-    int saved = clef_onednn_threads_begin();
-    clef_onednn_prim *p =
-        t ? acquire(ONEDNN_SOFTMAX_BWD, rows, n, build_bwd) : NULL;
-    int rc = -1;
-    if (p) {
-        clef_onednn_arg args[] = {{DNNL_ARG_DST, &p->md[MD_DATA], y},
-                                  {DNNL_ARG_DIFF_DST, &p->md[MD_DATA], dy},
-                                  {DNNL_ARG_DIFF_SRC, &p->md[MD_DATA], t}};
-        rc = clef_onednn_run(p, 3, args);
-        clef_onednn_release(p);
-    }
-    clef_onednn_threads_end(saved);
-    if (rc != 0) {
+    clef_onednn_arg args[] = {{DNNL_ARG_DST, MD_DATA, y},
+                              {DNNL_ARG_DIFF_DST, MD_DATA, dy},
+                              {DNNL_ARG_DIFF_SRC, MD_DATA, t}};
+    if (!t ||
+        clef_onednn_call(ONEDNN_SOFTMAX_BWD, rows, n, build_bwd, 3, args)) {
         clef_onednn_fallback()->softmax_bwd(rows, n, y, dy, dx);
         return;
     }

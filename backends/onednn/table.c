@@ -11,17 +11,19 @@
 
 #define NATIVE(op) .op = clef_f32_##op##__onednn,
 #define NATIVE_NAME(op) [CLEF_OP_##op] = "clef_f32_" #op "__onednn",
+// clang-format off
 #define ONEDNN_OPS(X)                                                          \
-    X(gemm_nt)                                                                 \
-    X(gemm_nn)                                                                 \
-    X(gemm_tn) X(layernorm_fwd) X(layernorm_bwd) X(gelu_fwd) X(gelu_bwd)       \
-        X(softmax_fwd) X(softmax_bwd)
+    X(gemm_nt) X(gemm_nn) X(gemm_tn) X(layernorm_fwd) X(layernorm_bwd)         \
+    X(gelu_fwd) X(gelu_bwd) X(softmax_fwd) X(softmax_bwd)
+
 // An op oneDNN lacks stays NULL here; the selector (scheduler/registry.c)
 // gives it the best hand-written kernel.
 clef_kernels clef_onednn_table = {
     .backend = "onednn",
-    ONEDNN_OPS(NATIVE).names = {ONEDNN_OPS(NATIVE_NAME)},
+    ONEDNN_OPS(NATIVE)
+    .names = {ONEDNN_OPS(NATIVE_NAME)},
 };
+// clang-format on
 
 static const char *g_why;
 static const clef_kernels *g_fallback = &clef_scalar_kernels;
