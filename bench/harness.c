@@ -241,6 +241,11 @@ void clef_bench_case_free(clef_bench_case *c)
 
 const char *clef_bench_case_dims(const clef_bench_case *c) { return c->dims; }
 
+double clef_bench_case_work(const clef_bench_case *c)
+{
+    return c->def->work(c->st);
+}
+
 static void call_kernel(const clef_kernels *k, clef_bench_case *c)
 {
     c->def->call(k, c->st);

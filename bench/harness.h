@@ -95,6 +95,8 @@ clef_bench_case *clef_bench_case_new(clef_op op, const clef_bench_shape *s,
                                      uint64_t seed);
 void clef_bench_case_free(clef_bench_case *c);
 const char *clef_bench_case_dims(const clef_bench_case *c);
+// The case's work in the unit clef_shape_class_of() expects (--tune).
+double clef_bench_case_work(const clef_bench_case *c);
 
 // Computes the expected result with ref's kernel (normally the scalar
 // backend) and, if o->timing, times it as the speed-up baseline. A reference
