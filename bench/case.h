@@ -13,8 +13,9 @@
 //          bound to the struct field of its name), in the order they are
 //          compared; fills inputs and accumulated outputs from rng (the
 //          fills are in the op's valid domain); sets c->dims, the tolerance
-//          (c->tol, one of case_tol.c's classes, and c->tol_len = L) and,
-//          for a compute-bound op, c->flops and c->compute_bound. 0 or -1.
+//          (c->tol: one of case_tol.c's classes, or an op's own static
+//          bench_tol with its reason; c->tol_len = L) and, for a
+//          compute-bound op, c->flops and c->compute_bound. 0 or -1.
 //   call   runs k's kernel for the op on the struct's buffers.
 //   work   the op's work in the unit clef_shape_class_of() expects (--tune);
 //          it must agree with the auto trampolines in scheduler/tune.c.
