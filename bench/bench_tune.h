@@ -5,18 +5,12 @@
 
 #include <stdio.h>
 
-#include "kernels.h"
-
 // 1 when argv holds --tune: main() then hands the whole command line to
 // clef_bench_tune_main(), which has its own few options.
 int clef_bench_wants_tune(int argc, char **argv);
 // Exit code: 0 written, 1 a backend failed parity (file still written) or
 // the file could not be written, 2 bad usage.
 int clef_bench_tune_main(int argc, char **argv);
-
-// The work of a case with sizes `dims` (clef_bench_case_dims), in the unit
-// clef_shape_class_of() expects.
-double clef_bench_case_work(clef_op op, const char *dims);
 
 // clef-bench's header line for the library backends: versions and the
 // sub-configuration BLIS chose ("libs: onednn 2.6.3 | blis 0.9.0 zen3").

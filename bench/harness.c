@@ -1,7 +1,7 @@
 // clef-bench harness, generic part: shapes, buffers with sentinels, the
-// reference run, comparison, verdicts and timing. What each op reads and
-// writes is in harness_ops.c.
-#include "harness_int.h"
+// reference run, comparison, verdicts and timing. What each op reads,
+// writes and tolerates is its case (case.h, bench/case_*.c).
+#include "case.h"
 
 #include <float.h>
 #include <math.h>
@@ -126,7 +126,7 @@ static float *alloc_floats(size_t n)
 }
 
 bench_buf *bench_buf_add(clef_bench_case *c, const char *name, bench_kind kind,
-                         int rows, int cols, int ld)
+                         int rows, int cols, int ld, float **bind)
 {
     if (c->nbuf == BENCH_MAX_BUF)
         return NULL;
@@ -154,35 +154,73 @@ bench_buf *bench_buf_add(clef_bench_case *c, const char *name, bench_kind kind,
     for (size_t i = 0; i < b->n + BENCH_SENTINEL; i++)
         b->init[i] = s;
     c->nbuf++;
+    *bind = b->run;
     return b;
 }
 
-int *bench_int_add(clef_bench_case *c, int slot, size_t n)
+int *bench_ints_add(clef_bench_case *c, size_t n)
 {
-    c->iarr[slot] = calloc(n ? n : 1, sizeof(int));
-    return c->iarr[slot];
+    if (c->nint == BENCH_MAX_INT)
+        return NULL;
+    int *a = calloc(n ? n : 1, sizeof(int));
+    if (a)
+        c->ints[c->nint++] = a;
+    return a;
+}
+
+double *bench_dacc_add(clef_bench_case *c, const char *name, double init)
+{
+    c->dacc_name = name;
+    c->has_dacc = 1;
+    c->dacc_init = init;
+    return &c->dacc_run;
+}
+
+// Every live element of every buffer, in bytes: inputs read once, outputs
+// written once, accumulated outputs read and written.
+static double buffer_bytes(const clef_bench_case *c)
+{
+    double bytes = 0.0;
+    for (int i = 0; i < c->nbuf; i++) {
+        const bench_buf *b = &c->buf[i];
+        double live = (double)b->rows * b->cols * sizeof(float);
+        bytes += b->kind == BENCH_ACC       ? 2 * live
+                 : b->kind == BENCH_SCRATCH ? 0
+                                            : live;
+    }
+    return bytes;
 }
 
 // ---- case lifetime ----
 clef_bench_case *clef_bench_case_new(clef_op op, const clef_bench_shape *s,
                                      uint64_t seed)
 {
+    const bench_case_def *def = bench_case_of(op);
+    if (!def)
+        return NULL;
     clef_bench_case *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
     c->op = op;
     c->shape = s;
     c->seed = seed;
+    c->def = def;
+    c->st = calloc(1, def->size);
+    if (!c->st) {
+        free(c);
+        return NULL;
+    }
     // The fills depend on the seed, the op and the shape only, so
     // `--op X --shape Y --seed S` rebuilds exactly the same case.
     uint64_t h = hash_str(hash_str(0xcbf29ce484222325ull ^ seed, clef_op_names[op]),
                           s->name);
     bench_rng rng = {h};
-    if (bench_op_setup(c, &rng) != 0) {
+    if (def->setup(c, c->st, &rng) != 0) {
         clef_bench_case_free(c);
         return NULL;
     }
-    c->tol_eps = bench_tol_eps(c->tol_class, c->tol_len);
+    c->bytes = buffer_bytes(c);
+    c->tol_eps = c->tol->base + c->tol->per_len * (double)c->tol_len;
     return c;
 }
 
@@ -195,12 +233,23 @@ void clef_bench_case_free(clef_bench_case *c)
         free(c->buf[i].ref);
         free(c->buf[i].run);
     }
-    for (int i = 0; i < BENCH_MAX_INT; i++)
-        free(c->iarr[i]);
+    for (int i = 0; i < c->nint; i++)
+        free(c->ints[i]);
+    free(c->st);
     free(c);
 }
 
 const char *clef_bench_case_dims(const clef_bench_case *c) { return c->dims; }
+
+double clef_bench_case_work(const clef_bench_case *c)
+{
+    return c->def->work(c->st);
+}
+
+static void call_kernel(const clef_kernels *k, clef_bench_case *c)
+{
+    c->def->call(k, c->st);
+}
 
 // ---- one kernel run with its integrity checks ----
 static void reset_run(clef_bench_case *c)
@@ -340,7 +389,7 @@ static void compare(const clef_bench_case *c, clef_bench_result *r)
             }
     }
     if (c->has_dacc)
-        cmp_one(&s, "loss", 0, 0, c->dacc_ref, c->dacc_run);
+        cmp_one(&s, c->dacc_name, 0, 0, c->dacc_ref, c->dacc_run);
     r->n_mismatch = s.n_mismatch;
     r->max_abs = s.max_abs;
     r->max_err_eps = s.max_err / FLT_EPSILON;
@@ -386,7 +435,7 @@ static void time_kernel(clef_bench_case *c, const clef_kernels *k,
     for (;;) { // calibration; a single call that is long enough is sample 0
         double t0 = now_s();
         for (long i = 0; i < inner; i++)
-            bench_op_call(k, c);
+            call_kernel(k, c);
         double dt = now_s() - t0;
         if (dt >= BENCH_MIN_SAMPLE_S || inner >= (1L << 20)) {
             if (inner == 1)
@@ -403,7 +452,7 @@ static void time_kernel(clef_bench_case *c, const clef_kernels *k,
             break;
         double t0 = now_s();
         for (long i = 0; i < inner; i++)
-            bench_op_call(k, c);
+            call_kernel(k, c);
         t[n++] = (now_s() - t0) / (double)inner;
     }
     qsort(t, (size_t)n, sizeof(double), cmp_double);
@@ -430,7 +479,7 @@ void clef_bench_case_reference(clef_bench_case *c, const clef_kernels *ref,
     }
     reset_run(c);
     double t0 = now_s();
-    bench_op_call(ref, c);
+    call_kernel(ref, c);
     double first = now_s() - t0;
     char why[200];
     if (check_integrity(c, why, sizeof why) != 0) {
@@ -538,7 +587,7 @@ void clef_bench_case_run(clef_bench_case *c, const clef_backend *b,
 
     reset_run(c);
     double t0 = now_s();
-    bench_op_call(k, c);
+    call_kernel(k, c);
     double first = now_s() - t0;
     char why[200];
     if (check_integrity(c, why, sizeof why) != 0) {

@@ -7,10 +7,11 @@
 //   - inputs are filled so results do not cancel: small nonzero integers for
 //     GEMM (every partial sum is an integer below 2^24, so any summation order
 //     gives the same f32 result and GEMM compares exactly), uniform random
-//     values in each op's valid domain elsewhere (seeded; see harness_ops.c);
+//     values in each op's valid domain elsewhere (seeded; each op's case,
+//     bench/case_*.c, see case.h);
 //   - every output is compared with the scalar reference under the op's
-//     tolerance (one table, harness_ops.c, in units of FLT_EPSILON); NaN and
-//     Inf must agree exactly;
+//     tolerance (one of the classes of case_tol.c, in units of FLT_EPSILON);
+//     NaN and Inf must agree exactly;
 //   - every buffer carries a NaN-pattern sentinel after its end and in the gaps
 //     of strided rows, checked untouched; inputs are checked unmodified;
 //   - outputs are prefilled with the NaN pattern (overwrite) or random values
@@ -94,6 +95,8 @@ clef_bench_case *clef_bench_case_new(clef_op op, const clef_bench_shape *s,
                                      uint64_t seed);
 void clef_bench_case_free(clef_bench_case *c);
 const char *clef_bench_case_dims(const clef_bench_case *c);
+// The case's work in the unit clef_shape_class_of() expects (--tune).
+double clef_bench_case_work(const clef_bench_case *c);
 
 // Computes the expected result with ref's kernel (normally the scalar
 // backend) and, if o->timing, times it as the speed-up baseline. A reference

@@ -1,5 +1,6 @@
-// Internals shared by bench/harness.c (generic check and timing) and
-// bench/harness_ops.c (what each op reads, writes and tolerates).
+// Internals of the clef-bench harness: the generic case (buffers with
+// sentinels, the reference state) that bench/harness.c checks and times, and
+// that the per-op case files (bench/case_*.c, interface in case.h) build.
 // Not for use outside bench/ and tests/test_bench_harness.c.
 #ifndef CLEF_BENCH_HARNESS_INT_H
 #define CLEF_BENCH_HARNESS_INT_H
@@ -14,6 +15,9 @@
 #define BENCH_SENTINEL_BITS 0x7fc0deadu // a quiet NaN no kernel produces
 #define BENCH_MAX_BUF 10
 #define BENCH_MAX_INT 4
+
+typedef struct bench_case_def bench_case_def; // case.h
+typedef struct bench_tol bench_tol;           // case.h
 
 typedef enum bench_kind {
     BENCH_IN,      // read-only input: must come back bit-identical
@@ -33,23 +37,6 @@ typedef struct bench_buf {
     float *run;  // what a kernel works on
 } bench_buf;
 
-// The tolerance classes of the one table in harness_ops.c.
-typedef enum bench_tol_class {
-    TOL_EXACT,
-    TOL_ELEMENTWISE,
-    TOL_GELU,
-    TOL_REDUCTION,
-    TOL_SOFTMAX,
-    TOL_LAYERNORM_FWD,
-    TOL_LAYERNORM_BWD,
-    TOL_NORMALIZE,
-    TOL_ATTENTION_FWD,
-    TOL_ATTENTION_BWD,
-    TOL_ADAMW,
-    TOL_LOSS,
-    TOL_CLASS_COUNT
-} bench_tol_class;
-
 typedef struct bench_rng {
     uint64_t s;
 } bench_rng;
@@ -60,20 +47,22 @@ struct clef_bench_case {
     uint64_t seed;
     char dims[128];
 
+    const bench_case_def *def; // the op's case (case_table.c)
+    void *st;                  // its struct of sizes and named buffers
+
     int nbuf;
     bench_buf buf[BENCH_MAX_BUF];
-    int *iarr[BENCH_MAX_INT]; // index arrays (offsets, spans, indices, flags)
+    int nint;
+    int *ints[BENCH_MAX_INT]; // index arrays (offsets, spans, indices, flags)
 
-    int p[8]; // op sizes, meaning per op (see harness_ops.c)
-    float eps;
-    clef_adamw_args adamw;
-    clef_loss_args loss;
-    int has_dacc; // the loss op's double accumulator
+    // one double accumulator (the loss), compared like an ACC output
+    const char *dacc_name;
+    int has_dacc;
     double dacc_init, dacc_ref, dacc_run;
 
-    bench_tol_class tol_class;
-    int tol_len;    // L: the longest reduction of the case
-    double tol_eps; // base + per_len * L, in FLT_EPSILON
+    const bench_tol *tol; // the op's tolerance class (case_tol.c)
+    int tol_len;          // L: the longest reduction of the case
+    double tol_eps;       // base + per_len * L, in FLT_EPSILON
     double flops, bytes;
     int compute_bound;
 
@@ -88,18 +77,14 @@ struct clef_bench_case {
     double ref_median, ref_min;
 };
 
-// ---- harness_ops.c ----
-// Fills c's sizes, buffers, index arrays, tolerance and work counts. 0 or -1.
-int bench_op_setup(clef_bench_case *c, bench_rng *rng);
-// Calls k's kernel for c.op on the `run` arrays.
-void bench_op_call(const clef_kernels *k, clef_bench_case *c);
-
-// ---- harness.c helpers for harness_ops.c ----
+// ---- harness.c: buffers, index arrays and random numbers for the cases ----
+// Adds a buffer named `name`; *bind is set to the array kernels run on.
 bench_buf *bench_buf_add(clef_bench_case *c, const char *name, bench_kind kind,
-                         int rows, int cols, int ld);
-int *bench_int_add(clef_bench_case *c, int slot, size_t n);
-double bench_tol_eps(bench_tol_class cls, int len);
-const char *bench_tol_name(bench_tol_class cls);
+                         int rows, int cols, int ld, float **bind);
+int *bench_ints_add(clef_bench_case *c, size_t n); // zeroed; NULL on OOM
+// The case's double accumulator, starting at init each run; returns the
+// value kernels accumulate into.
+double *bench_dacc_add(clef_bench_case *c, const char *name, double init);
 uint64_t bench_rng_next(bench_rng *r);
 float bench_uniform(bench_rng *r, float lo, float hi);
 int bench_int_in(bench_rng *r, int lo, int hi); // [lo, hi]

@@ -1,6 +1,7 @@
 // clef-bench: every backend's kernels checked against the scalar reference
 // on the head's shapes and an edge battery, then timed (CLI.md). The harness
-// itself is bench/harness*.c; --train is bench/train.c.
+// itself is bench/harness*.c, with one case per op in bench/case_*.c
+// (case.h); --train is bench/train.c.
 #include <errno.h>
 #if CLEF_MINIMAL // aarch64 cross build: no jansson, no core/ (see below)
 typedef struct json_t json_t;

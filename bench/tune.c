@@ -64,47 +64,6 @@ int clef_bench_wants_tune(int argc, char **argv)
     return 0;
 }
 
-// The value of key "k=" in a case's dims string ("M=512 N=1024 K=5120"); -1
-// when absent.
-static double dim(const char *dims, const char *key)
-{
-    size_t n = strlen(key);
-    for (const char *p = dims; p && *p; p = strchr(p, ' ')) {
-        while (*p == ' ')
-            p++;
-        if (strncmp(p, key, n) == 0 && p[n] == '=')
-            return atof(p + n + 1);
-    }
-    return -1.0;
-}
-
-// The work measure clef_shape_class_of() expects, from a case's sizes; it
-// must agree with the auto trampolines in scheduler/tune.c.
-double clef_bench_case_work(clef_op op, const char *dims)
-{
-    switch (op) {
-    case CLEF_OP_gemm_nt:
-    case CLEF_OP_gemm_nn:
-    case CLEF_OP_gemm_tn:
-        return 2.0 * dim(dims, "M") * dim(dims, "N") * dim(dims, "K");
-    case CLEF_OP_attention_fwd:
-    case CLEF_OP_attention_bwd:
-        return 2.0 * dim(dims, "heads") * dim(dims, "nq") * dim(dims, "nk") *
-               dim(dims, "dh");
-    case CLEF_OP_span_mean:
-    case CLEF_OP_span_scatter:
-        return dim(dims, "nspan") * dim(dims, "n");
-    case CLEF_OP_gather_rows:
-    case CLEF_OP_scatter_add_rows:
-        return dim(dims, "nidx") * dim(dims, "n");
-    case CLEF_OP_loss:
-        return dim(dims, "options");
-    default: // rows·n, or n for the flat and segmented ops
-        return dim(dims, "rows") > 0 ? dim(dims, "rows") * dim(dims, "n")
-                                     : dim(dims, "n");
-    }
-}
-
 typedef struct tune_args {
     const char *out;
     int threads;
@@ -199,8 +158,7 @@ static int run_shape(clef_op op, const clef_bench_shape *s,
         return -1;
     }
     clef_bench_case_reference(c, &clef_scalar_kernels, &o);
-    int cls = clef_shape_class_of(op, clef_bench_case_work(
-                                          op, clef_bench_case_dims(c)));
+    int cls = clef_shape_class_of(op, clef_bench_case_work(c));
     if (timed)
         t->shapes[cls]++;
     for (int i = 0; i < nc; i++) {

@@ -171,6 +171,34 @@ Test(bench_harness, the_reference_is_trusted_for_every_op_at_small_shapes)
     }
 }
 
+// Every op has a case (bench/case_table.c is generated from CLEF_OPS), and
+// the case calls its own op's kernel and no other: with a table holding only
+// that kernel (every other pointer NULL) it builds, runs and passes, and its
+// work measure (--tune) is positive.
+Test(bench_harness, each_case_calls_only_its_own_kernel)
+{
+    static clef_kernels only;
+    for (int op = 0; op < CLEF_OP_COUNT; op++) {
+        memset(&only, 0, sizeof only);
+        only.backend = "only";
+#define COPY_IF_OP(o, type)                                                    \
+    if (op == CLEF_OP_##o)                                                     \
+        only.o = clef_scalar_kernels.o;
+        CLEF_OPS(COPY_IF_OP)
+#undef COPY_IF_OP
+        only.names[op] = clef_scalar_kernels.names[op];
+        clef_backend b = {"only", &only, NULL};
+        clef_bench_result r = run(&b, &only, (clef_op)op, "edge-7");
+        assert_verdict(&r, CLEF_BENCH_PASS);
+        cr_assert_str_eq(r.kernel, clef_scalar_kernels.names[op]);
+        clef_bench_case *c =
+            clef_bench_case_new((clef_op)op, clef_bench_shape_find("tiny"), 1);
+        cr_assert_not_null(c, "%s", clef_op_names[op]);
+        cr_assert_gt(clef_bench_case_work(c), 0.0, "%s", clef_op_names[op]);
+        clef_bench_case_free(c);
+    }
+}
+
 Test(bench_harness, one_ulp_is_within_the_softmax_tolerance)
 {
     clef_backend b = with_softmax(softmax_one_ulp, "ulp_softmax_fwd");
