@@ -6,8 +6,7 @@
 // buffers (float *x, *gamma, *beta, *y, *xhat, *rstd) and, for each op of
 // the family,
 //
-//     const bench_case_def bench_case_<op> = {sizeof(struct), setup, call,
-//                                             work};
+//     const bench_case_def bench_case_<op> = {sizeof(struct), setup, call};
 //
 //   setup  sizes the op for c->shape; adds its buffers with BENCH_ADD (each
 //          bound to the struct field of its name), in the order they are
@@ -17,8 +16,8 @@
 //          bench_tol with its reason; c->tol_len = L) and, for a
 //          compute-bound op, c->flops and c->compute_bound. 0 or -1.
 //   call   runs k's kernel for the op on the struct's buffers.
-//   work   the op's work in the unit clef_shape_class_of() expects (--tune);
-//          it must agree with the auto trampolines in scheduler/tune.c.
+// The op's work (--tune's shape class) is the op list's `work` of the
+// arguments call passes (bench_case_call_work), as for auto's trampolines.
 //
 // The harness (harness.c) does the rest for every op alike: it compares
 // every BENCH_OUT and BENCH_ACC buffer element-wise with the scalar
@@ -35,11 +34,12 @@ struct bench_case_def {
     size_t size; // of the case's struct, allocated zeroed
     int (*setup)(clef_bench_case *c, void *st, bench_rng *rng);
     void (*call)(const clef_kernels *k, void *st);
-    double (*work)(const void *st);
 };
 
 // The case of op (case_table.c has one per op); NULL for an invalid op.
 const bench_case_def *bench_case_of(clef_op op);
+// The op list's work of the call d makes on st (kernels.h CLEF_OPS).
+double bench_case_call_work(const bench_case_def *d, void *st);
 
 // Declares `bench_buf *field` (its init array is what setup fills) and binds
 // st->field to the array the kernel runs on. Returns -1 from setup on OOM.

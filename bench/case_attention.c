@@ -112,15 +112,7 @@ static void attention_bwd_call(const clef_kernels *k, void *st)
                      at->scratch);
 }
 
-static double attention_work(const void *st)
-{
-    const bench_attention *at = st;
-    return 2.0 * at->heads * at->nq * at->nk * at->dh;
-}
-
 const bench_case_def bench_case_attention_fwd = {
-    sizeof(bench_attention), attention_fwd_setup, attention_fwd_call,
-    attention_work};
+    sizeof(bench_attention), attention_fwd_setup, attention_fwd_call};
 const bench_case_def bench_case_attention_bwd = {
-    sizeof(bench_attention), attention_bwd_setup, attention_bwd_call,
-    attention_work};
+    sizeof(bench_attention), attention_bwd_setup, attention_bwd_call};

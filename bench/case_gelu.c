@@ -54,13 +54,7 @@ static void gelu_bwd_call(const clef_kernels *k, void *st)
     k->gelu_bwd((size_t)g->n, g->x, g->dy, g->dx);
 }
 
-static double gelu_work(const void *st)
-{
-    const bench_gelu *g = st;
-    return g->n;
-}
-
 const bench_case_def bench_case_gelu_fwd = {sizeof(bench_gelu), gelu_fwd_setup,
-                                            gelu_fwd_call, gelu_work};
+                                            gelu_fwd_call};
 const bench_case_def bench_case_gelu_bwd = {sizeof(bench_gelu), gelu_bwd_setup,
-                                            gelu_bwd_call, gelu_work};
+                                            gelu_bwd_call};

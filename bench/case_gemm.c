@@ -78,15 +78,9 @@ static void gemm_tn_call(const clef_kernels *k, void *st)
     gemm_call(k->gemm_tn, st);
 }
 
-static double gemm_work(const void *st)
-{
-    const bench_gemm *g = st;
-    return 2.0 * g->M * g->N * g->K;
-}
-
 const bench_case_def bench_case_gemm_nt = {sizeof(bench_gemm), gemm_nt_setup,
-                                           gemm_nt_call, gemm_work};
+                                           gemm_nt_call};
 const bench_case_def bench_case_gemm_nn = {sizeof(bench_gemm), gemm_nn_setup,
-                                           gemm_nn_call, gemm_work};
+                                           gemm_nn_call};
 const bench_case_def bench_case_gemm_tn = {sizeof(bench_gemm), gemm_tn_setup,
-                                           gemm_tn_call, gemm_work};
+                                           gemm_tn_call};

@@ -103,15 +103,7 @@ static void layernorm_bwd_call(const clef_kernels *k, void *st)
                      ln->dx, ln->dgamma, ln->dbeta);
 }
 
-static double layernorm_work(const void *st)
-{
-    const bench_layernorm *ln = st;
-    return (double)ln->rows * ln->n;
-}
-
 const bench_case_def bench_case_layernorm_fwd = {
-    sizeof(bench_layernorm), layernorm_fwd_setup, layernorm_fwd_call,
-    layernorm_work};
+    sizeof(bench_layernorm), layernorm_fwd_setup, layernorm_fwd_call};
 const bench_case_def bench_case_layernorm_bwd = {
-    sizeof(bench_layernorm), layernorm_bwd_setup, layernorm_bwd_call,
-    layernorm_work};
+    sizeof(bench_layernorm), layernorm_bwd_setup, layernorm_bwd_call};

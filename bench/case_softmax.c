@@ -71,16 +71,10 @@ static void softmax_bwd_call(const clef_kernels *k, void *st)
     k->softmax_bwd(sm->rows, sm->n, sm->y, sm->dy, sm->dx);
 }
 
-static double softmax_work(const void *st)
-{
-    const bench_softmax *sm = st;
-    return (double)sm->rows * sm->n;
-}
-
 const bench_case_def bench_case_softmax_fwd = {
-    sizeof(bench_softmax), softmax_fwd_setup, softmax_fwd_call, softmax_work};
+    sizeof(bench_softmax), softmax_fwd_setup, softmax_fwd_call};
 const bench_case_def bench_case_softmax_bwd = {
-    sizeof(bench_softmax), softmax_bwd_setup, softmax_bwd_call, softmax_work};
+    sizeof(bench_softmax), softmax_bwd_setup, softmax_bwd_call};
 
 // ---- segmented ----
 typedef struct bench_softmax_seg {
@@ -162,15 +156,7 @@ static void softmax_seg_bwd_call(const clef_kernels *k, void *st)
     k->softmax_seg_bwd(sg->nseg, sg->off, sg->y, sg->dy, sg->dx);
 }
 
-static double softmax_seg_work(const void *st)
-{
-    const bench_softmax_seg *sg = st;
-    return sg->n;
-}
-
 const bench_case_def bench_case_softmax_seg_fwd = {
-    sizeof(bench_softmax_seg), softmax_seg_fwd_setup, softmax_seg_fwd_call,
-    softmax_seg_work};
+    sizeof(bench_softmax_seg), softmax_seg_fwd_setup, softmax_seg_fwd_call};
 const bench_case_def bench_case_softmax_seg_bwd = {
-    sizeof(bench_softmax_seg), softmax_seg_bwd_setup, softmax_seg_bwd_call,
-    softmax_seg_work};
+    sizeof(bench_softmax_seg), softmax_seg_bwd_setup, softmax_seg_bwd_call};

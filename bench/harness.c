@@ -243,7 +243,7 @@ const char *clef_bench_case_dims(const clef_bench_case *c) { return c->dims; }
 
 double clef_bench_case_work(const clef_bench_case *c)
 {
-    return c->def->work(c->st);
+    return bench_case_call_work(c->def, c->st);
 }
 
 static void call_kernel(const clef_kernels *k, clef_bench_case *c)

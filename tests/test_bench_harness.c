@@ -181,11 +181,8 @@ Test(bench_harness, each_case_calls_only_its_own_kernel)
     for (int op = 0; op < CLEF_OP_COUNT; op++) {
         memset(&only, 0, sizeof only);
         only.backend = "only";
-#define COPY_IF_OP(o, type)                                                    \
-    if (op == CLEF_OP_##o)                                                     \
-        only.o = clef_scalar_kernels.o;
-        CLEF_OPS(COPY_IF_OP)
-#undef COPY_IF_OP
+        clef_kernels_set(&only, (clef_op)op,
+                         clef_kernels_get(&clef_scalar_kernels, (clef_op)op));
         only.names[op] = clef_scalar_kernels.names[op];
         clef_backend b = {"only", &only, NULL};
         clef_bench_result r = run(&b, &only, (clef_op)op, "edge-7");
