@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "cpu/clock.h"
 
 // ---- shapes ----
 // The head's own geometries (HEAD.md §1; Q questions and O options per record
@@ -396,13 +397,6 @@ static void compare(const clef_bench_case *c, clef_bench_result *r)
 }
 
 // ---- timing ----
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -431,29 +425,29 @@ static void time_kernel(clef_bench_case *c, const clef_kernels *k,
         return;
     long inner = 1;
     int n = 0;
-    double start = now_s();
+    double start = clef_now_s();
     for (;;) { // calibration; a single call that is long enough is sample 0
-        double t0 = now_s();
+        double t0 = clef_now_s();
         for (long i = 0; i < inner; i++)
             call_kernel(k, c);
-        double dt = now_s() - t0;
+        double dt = clef_now_s() - t0;
         if (dt >= BENCH_MIN_SAMPLE_S || inner >= (1L << 20)) {
             if (inner == 1)
                 t[n++] = dt;
             else
-                start = now_s(); // calibration of short kernels is not timed
+                start = clef_now_s(); // calibration of short kernels is not timed
             break;
         }
         inner *= 2;
     }
     while (n < cap) {
-        double spent = now_s() - start;
+        double spent = clef_now_s() - start;
         if (spent >= o->budget_s && (n >= 3 || (n >= 1 && t[0] > BENCH_SLOW_CALL_S)))
             break;
-        double t0 = now_s();
+        double t0 = clef_now_s();
         for (long i = 0; i < inner; i++)
             call_kernel(k, c);
-        t[n++] = (now_s() - t0) / (double)inner;
+        t[n++] = (clef_now_s() - t0) / (double)inner;
     }
     qsort(t, (size_t)n, sizeof(double), cmp_double);
     *reps = n;
@@ -478,9 +472,9 @@ void clef_bench_case_reference(clef_bench_case *c, const clef_kernels *ref,
         return;
     }
     reset_run(c);
-    double t0 = now_s();
+    double t0 = clef_now_s();
     call_kernel(ref, c);
-    double first = now_s() - t0;
+    double first = clef_now_s() - t0;
     char why[200];
     if (check_integrity(c, why, sizeof why) != 0) {
         c->ref_verdict = CLEF_BENCH_FAIL;
@@ -586,9 +580,9 @@ void clef_bench_case_run(clef_bench_case *c, const clef_backend *b,
     }
 
     reset_run(c);
-    double t0 = now_s();
+    double t0 = clef_now_s();
     call_kernel(k, c);
-    double first = now_s() - t0;
+    double first = clef_now_s() - t0;
     char why[200];
     if (check_integrity(c, why, sizeof why) != 0) {
         r->verdict = CLEF_BENCH_FAIL;

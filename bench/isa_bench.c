@@ -19,13 +19,7 @@
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
 #include "cpu/cpu.h"
-
-static double cpu_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+#include "cpu/clock.h"
 
 #define REPS 9
 
@@ -52,15 +46,15 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
     clef_gemm_fn fn = gemm_of(k, l);
     *t_clef = *t_dnnl = 1e30;
     for (int r = 0; r < REPS; r++) { // interleaved: both see the same machine
-        double t = cpu_now();
+        double t = clef_cpu_time_s();
         fn(M, N, K, A, lda, B, ldb, C, N, 0);
-        t = cpu_now() - t;
+        t = clef_cpu_time_s() - t;
         if (t < *t_clef)
             *t_clef = t;
-        t = cpu_now();
+        t = clef_cpu_time_s();
         dnnl_sgemm(l == TN ? 'T' : 'N', l == NT ? 'T' : 'N', M, N, K, 1.0f, A,
                    lda, B, ldb, 0.0f, C, N);
-        t = cpu_now() - t;
+        t = clef_cpu_time_s() - t;
         if (t < *t_dnnl)
             *t_dnnl = t;
     }
@@ -102,9 +96,9 @@ static int bench_gemm(void)
     do {                                                                       \
         out = 1e30;                                                            \
         for (int r_ = 0; r_ < REPS; r_++) {                                    \
-            double t_ = cpu_now();                                             \
+            double t_ = clef_cpu_time_s();                                             \
             expr;                                                              \
-            t_ = cpu_now() - t_;                                               \
+            t_ = clef_cpu_time_s() - t_;                                               \
             out = t_ < out ? t_ : out;                                         \
         }                                                                      \
     } while (0)

@@ -13,17 +13,11 @@
 #include "head.h"
 #include "rng.h"
 #include "cpu/cpu.h"
+#include "cpu/clock.h"
 
 #define TRAIN_V 16 // lexical rows of the synthetic record
 #define TRAIN_R 2  // routing layers (HEAD.md §1: every released size)
 #define TRAIN_L 4  // field layers
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 
 static float uniform(uint64_t *s, float lo, float hi)
@@ -224,11 +218,11 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
         goto cleanup;
     }
     int reps = 0;
-    double t0 = now_s(), spent = 0.0;
+    double t0 = clef_now_s(), spent = 0.0;
     do {
         double l = setup_step(&t, b);
         reps++;
-        spent = now_s() - t0;
+        spent = clef_now_s() - t0;
         if (!isfinite(l)) {
             snprintf(why, sizeof why, "loss of update %d is %g", reps + 1, l);
             row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
@@ -283,10 +277,10 @@ static int control_make(const train_setup *t, control_gemm *g)
 
 static double control_time(const control_gemm *g)
 {
-    double t0 = now_s();
+    double t0 = clef_now_s();
     dnnl_sgemm('N', 'T', g->M, g->N, g->K, 1.0f, g->X, g->K, g->W, g->K,
                0.0f, g->C, g->N);
-    return now_s() - t0;
+    return clef_now_s() - t0;
 }
 
 static void control_free(control_gemm *g)
@@ -323,12 +317,12 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
         (void)setup_step(&t, b);
         (void)control_time(&g);
     }
-    double t0 = now_s();
-    while (rounds < MAXR && (rounds < 3 || now_s() - t0 < o->budget_s)) {
+    double t0 = clef_now_s();
+    while (rounds < MAXR && (rounds < 3 || clef_now_s() - t0 < o->budget_s)) {
         for (int k = 0; k < 2; k++) {
             omp_set_num_threads(nt[k]);
-            double u0 = now_s(), l = setup_step(&t, b);
-            upd[k][rounds] = now_s() - u0;
+            double u0 = clef_now_s(), l = setup_step(&t, b);
+            upd[k][rounds] = clef_now_s() - u0;
             ctl[k][rounds] = control_time(&g);
             if (!isfinite(l)) {
                 snprintf(why, sizeof why, "loss of a timed update is %g", l);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cpu/clock.h"
 
 int cli_dir_absent_or_empty(const char *path)
 {
@@ -114,7 +115,5 @@ void cli_dirname(const char *path, char *out, size_t n)
 
 double cli_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return clef_now_s();
 }

@@ -51,6 +51,7 @@
 #include "ref_head.h"
 #include "safetensors.h"
 #include "util.h"
+#include "cpu/clock.h"
 
 #define FD_UNITS 256.0      // 2^8 FLT_EPSILON · scale per gradient element
 #define FD_FLOOR 1e-3       // scale floor: fraction of the head's ‖fd‖∞
@@ -201,13 +202,6 @@ static double central_difference(fd_case *c, size_t i)
     return (lp - lm) / ((x0 + h) - (x0 - h));
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 // ---- float forward against the reference ----
 
 static void check_forward(const clef_config *cfg, uint64_t seed,
@@ -289,10 +283,10 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
     }
     const size_t np = c.hd.nparams;
     double *fd = clef_test_dalloc(np);
-    double t0 = now_s();
+    double t0 = clef_now_s();
     for (size_t i = 0; i < np; i++)
         fd[i] = central_difference(&c, i);
-    double t_fd = now_s() - t0;
+    double t_fd = clef_now_s() - t0;
 
     const double fd_all = clef_test_max_abs_d(fd, np);
     const int report = getenv("CLEF_TEST_FD_REPORT") != NULL;
