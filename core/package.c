@@ -877,12 +877,3 @@ int clef_package_prepare(clef_package *pkg, const clef_kernels *k,
     pkg->prepared = 1;
     return 0;
 }
-
-int clef_package_load(const char *manifest_path, const char *pin_sha256,
-                      const clef_kernels *k, clef_package *pkg, clef_err *err)
-{
-    int rc = clef_package_read(manifest_path, pin_sha256, pkg, err);
-    if (!rc && (rc = clef_package_prepare(pkg, k, err)))
-        clef_package_free(pkg);
-    return rc;
-}

@@ -53,9 +53,6 @@ int clef_package_read(const char *manifest_path, const char *pin_sha256,
 // frees) the package.
 int clef_package_prepare(clef_package *pkg, const clef_kernels *k,
                          clef_err *err);
-// clef_package_read, then clef_package_prepare; frees the package on failure.
-int clef_package_load(const char *manifest_path, const char *pin_sha256,
-                      const clef_kernels *k, clef_package *pkg, clef_err *err);
 void clef_package_free(clef_package *pkg);
 
 // Index of the record with this id, or -1.

@@ -1,5 +1,5 @@
-// Suite package: the package loader (core/package.c) and SHA-256
-// (core/sha256.c), in process.
+// Suite package: the package reader and preparation (core/package.c) and
+// SHA-256 (core/sha256.c), in process.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,7 +62,7 @@ Test(package, golden_loads)
 {
     clef_package p;
     clef_err err = {0};
-    int rc = clef_package_load(GOLDEN, NULL, &clef_scalar_kernels, &p, &err);
+    int rc = clef_package_read(GOLDEN, NULL, &p, &err);
     cr_assert_eq(rc, 0, "%s", err.msg);
     cr_expect_eq(p.cfg.d, 8);
     cr_expect_eq(p.cfg.R, 2);
@@ -89,15 +89,20 @@ Test(package, golden_loads)
         cr_expect_eq(r->target[o], y[o], "target[%d]", o);
     cr_expect_str_eq(r->oid[6], "b");
     cr_expect_str_eq(r->qid[2], "q2");
+    cr_expect_null(r->xhat, "read only: records are not prepared");
+    cr_expect_eq(p.prepared, 0);
+    cr_assert_eq(clef_package_prepare(&p, &clef_scalar_kernels, &err), 0, "%s",
+                 err.msg);
     cr_expect_not_null(r->xhat, "records are prepared");
+    cr_expect_eq(p.prepared, 1);
     cr_expect(p.provenance && strstr(p.provenance, "deterministic"));
     // the pinned manifest hash is the hash of the file's bytes
     char hex[CLEF_SHA256_HEX];
     cr_assert_eq(clef_sha256_file(GOLDEN, hex, NULL), 0);
     cr_expect_str_eq(p.sha256, hex);
     clef_package_free(&p);
-    rc = clef_package_load(GOLDEN, hex, &clef_scalar_kernels, &p, &err);
-    cr_expect_eq(rc, 0, "pinning the right hash loads: %s", err.msg);
+    rc = clef_package_read(GOLDEN, hex, &p, &err);
+    cr_expect_eq(rc, 0, "pinning the right hash reads: %s", err.msg);
     clef_package_free(&p);
 }
 
@@ -126,7 +131,7 @@ Test(package, mixed_geometry_and_half_precision)
     snprintf(path, sizeof(path), "%s/package.json", dir);
     clef_package p;
     clef_err err = {0};
-    int rc = clef_package_load(path, NULL, &clef_scalar_kernels, &p, &err);
+    int rc = clef_package_read(path, NULL, &p, &err);
     cr_assert_eq(rc, 0, "%s", err.msg);
     cr_assert_eq(p.nrecords, 6);
     cr_expect_eq(p.nsplit[0], 4);
@@ -177,8 +182,8 @@ Test(package, broken_catalogue, .timeout = 60)
     snprintf(path, sizeof(path), "%s/package.json", base);
     clef_package p;
     clef_err err = {0};
-    cr_assert_eq(clef_package_load(path, NULL, &clef_scalar_kernels, &p, &err),
-                 0, "the unbroken fixture loads: %s", err.msg);
+    cr_assert_eq(clef_package_read(path, NULL, &p, &err), 0,
+                 "the unbroken fixture reads: %s", err.msg);
     clef_package_free(&p);
     for (int c = 0; c < tp_nbroken; c++) {
         const tp_broken *bc = &tp_broken_cases[c];
@@ -188,8 +193,7 @@ Test(package, broken_catalogue, .timeout = 60)
         cr_assert_eq(bc->make(pdir), 0, "%s: cannot build the case", bc->name);
         snprintf(path, sizeof(path), "%s/package.json", pdir);
         memset(&err, 0, sizeof(err));
-        int rc = clef_package_load(path, bc->pin, &clef_scalar_kernels, &p,
-                                   &err);
+        int rc = clef_package_read(path, bc->pin, &p, &err);
         cr_expect_eq(rc, CLEF_ERR_INPUT, "%s: rc %d (%s)", bc->name, rc,
                      err.msg);
         if (rc == 0)
