@@ -205,3 +205,92 @@ Test(package, broken_catalogue, .timeout = 60)
     }
     tp_rmdir(dir);
 }
+
+// The four kernels record preparation runs, counted: reading runs none of
+// them (it takes no kernel table), preparing runs each once per record
+// (span_mean three times) and gives the scalar table's bits.
+static int n_layernorm, n_span_mean, n_gather, n_normalize;
+
+static void count_layernorm(int rows, int n, const float *x, const float *g,
+                            const float *b, float *y, float *xhat, float *rstd)
+{
+    n_layernorm++;
+    clef_scalar_kernels.layernorm_fwd(rows, n, x, g, b, y, xhat, rstd);
+}
+
+static void count_span_mean(int nspan, const int *spans, int n, const float *X,
+                            float *Y)
+{
+    n_span_mean++;
+    clef_scalar_kernels.span_mean(nspan, spans, n, X, Y);
+}
+
+static void count_gather(int nidx, const int *idx, int n, const float *X,
+                         float *Y)
+{
+    n_gather++;
+    clef_scalar_kernels.gather_rows(nidx, idx, n, X, Y);
+}
+
+static void count_normalize(int rows, int n, float eps, const float *x,
+                            float *y, float *nrm)
+{
+    n_normalize++;
+    clef_scalar_kernels.normalize_fwd(rows, n, eps, x, y, nrm);
+}
+
+static void expect_unprepared(const clef_package *p)
+{
+    cr_expect_eq(p->prepared, 0);
+    for (int i = 0; i < p->nrecords; i++) {
+        const clef_record *r = &p->records[i];
+        cr_expect(!r->xhat && !r->qvhat && !r->ctxhat && !r->lex && !r->lhat &&
+                      !r->is_score,
+                  "%s: read computed a per-record constant", r->id);
+        cr_expect_not_null(r->H, "%s: hidden states are read", r->id);
+    }
+}
+
+static int same_floats(const float *a, const float *b, size_t n)
+{
+    return memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+Test(package, read_runs_no_kernel)
+{
+    char *dir = tp_tmpdir();
+    cr_assert_not_null(dir);
+    cr_assert_eq(tp_write_mixed_package(dir), 0);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/package.json", dir);
+    clef_kernels k = clef_scalar_kernels;
+    k.layernorm_fwd = count_layernorm;
+    k.span_mean = count_span_mean;
+    k.gather_rows = count_gather;
+    k.normalize_fwd = count_normalize;
+    clef_package p, ref;
+    clef_err err = {0};
+    cr_assert_eq(clef_package_read(path, NULL, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_package_read(path, NULL, &ref, &err), 0, "%s", err.msg);
+    expect_unprepared(&p);
+    cr_expect_eq(n_layernorm + n_span_mean + n_gather + n_normalize, 0);
+    cr_assert_eq(clef_package_prepare(&p, &k, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_package_prepare(&ref, &clef_scalar_kernels, &err), 0,
+                 "%s", err.msg);
+    cr_expect_eq(p.prepared, 1);
+    cr_expect_eq(n_layernorm, p.nrecords);
+    cr_expect_eq(n_span_mean, 3 * p.nrecords);
+    cr_expect_eq(n_gather, p.nrecords);
+    cr_expect_eq(n_normalize, p.nrecords);
+    for (int i = 0; i < p.nrecords; i++) {
+        const clef_record *a = &p.records[i], *b = &ref.records[i];
+        size_t d = (size_t)a->d;
+        cr_expect(same_floats(a->xhat, b->xhat, (size_t)a->T * d), "%s", a->id);
+        cr_expect(same_floats(a->qvhat, b->qvhat, (size_t)a->Q * d));
+        cr_expect(same_floats(a->ctxhat, b->ctxhat, (size_t)a->O * d));
+        cr_expect(same_floats(a->lhat, b->lhat, (size_t)a->O * d));
+    }
+    clef_package_free(&p);
+    clef_package_free(&ref);
+    tp_rmdir(dir);
+}
