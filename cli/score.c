@@ -112,7 +112,7 @@ int cli_score(int argc, char **argv)
         return cli_fail("score", &err);
     cli_set_threads(o.threads);
     clef_package pkg;
-    if (clef_package_load(o.manifest, o.pin, k, &pkg, &err))
+    if (clef_package_read(o.manifest, o.pin, &pkg, &err))
         return cli_fail("score", &err);
     clef_head hd;
     memset(&hd, 0, sizeof(hd));
@@ -149,6 +149,8 @@ int cli_score(int argc, char **argv)
                             hd.cfg.d, pkg.cfg.d, hd.cfg.w, pkg.cfg.w);
         goto done;
     }
+    if ((rc = clef_package_prepare(&pkg, k, &err)))
+        goto done;
     ws = clef_ws_create(&pkg.cfg, pkg.Tmax, pkg.Qmax, pkg.Omax);
     clef_train_opts topts;
     clef_train_opts_default(&topts);

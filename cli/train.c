@@ -322,7 +322,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     if (c->init && access(c->init, R_OK) != 0)
         return clef_err_input(err, c->init, NULL, "--init",
                               "cannot read the weights: %s", strerror(errno));
-    if ((rc = clef_package_load(c->manifest, c->pin, t->k, &t->pkg, err)))
+    if ((rc = clef_package_read(c->manifest, c->pin, &t->pkg, err)) ||
+        (rc = clef_package_prepare(&t->pkg, t->k, err)))
         return rc;
     if (t->pkg.nsplit[CLEF_SPLIT_TRAIN] == 0 && c->epochs > 0)
         return clef_err_input(err, t->pkg.manifest, NULL, "records",

@@ -1,4 +1,5 @@
 // clef validate: every rule of FORMATS.md, then a summary of the package.
+// It only reads and checks (clef_package_read): no record is prepared.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,9 @@
 static const char *help =
     "usage: clef validate --package DIR/package.json [--package-sha256 HEX]\n"
     "\n"
-    "Loads the package exactly as train does (manifest, SHA-256 of every\n"
-    "file, every shape, bound and float) and prints a summary: records per\n"
+    "Reads and checks the package exactly as train does (manifest, SHA-256\n"
+    "of every file, every shape, bound and float), computes nothing from it\n"
+    "(no kernel runs), and prints a summary: records per\n"
     "split, histograms of T, Q and options per question, the geometry\n"
     "buckets (T, Q, option counts) and the question types. A bad package\n"
     "exits 2 with a message naming the file, record, field and rule.\n";
@@ -131,7 +133,7 @@ int cli_validate(int argc, char **argv)
         return cli_fail("validate", &err);
     }
     clef_package pkg;
-    if (clef_package_load(manifest, pin, &clef_scalar_kernels, &pkg, &err))
+    if (clef_package_read(manifest, pin, &pkg, &err))
         return cli_fail("validate", &err);
 
     const clef_config *c = &pkg.cfg;

@@ -1,5 +1,6 @@
-// Package loading (FORMATS.md): manifest, hashes, shards, lexical table and
-// every rule, checked before a single record is handed to training.
+// Package reading (FORMATS.md): manifest, hashes, shards, lexical table and
+// every rule, checked before a single record is handed to training; then,
+// apart, the records' per-record constants (clef_package_prepare).
 #include "package.h"
 
 #include <ctype.h>
@@ -792,8 +793,22 @@ static int load_shards(clef_package *pkg, clef_err *err)
     return 0;
 }
 
-int clef_package_load(const char *manifest_path, const char *pin_sha256,
-                      const clef_kernels *k, clef_package *pkg, clef_err *err)
+// Largest T, Q and O over the records: workspaces are sized from them.
+static void record_geometry(clef_package *pkg)
+{
+    for (int i = 0; i < pkg->nrecords; i++) {
+        const clef_record *r = &pkg->records[i];
+        if (r->T > pkg->Tmax)
+            pkg->Tmax = r->T;
+        if (r->Q > pkg->Qmax)
+            pkg->Qmax = r->Q;
+        if (r->O > pkg->Omax)
+            pkg->Omax = r->O;
+    }
+}
+
+int clef_package_read(const char *manifest_path, const char *pin_sha256,
+                      clef_package *pkg, clef_err *err)
 {
     memset(pkg, 0, sizeof(*pkg));
     uint8_t *bytes = NULL;
@@ -838,15 +853,7 @@ int clef_package_load(const char *manifest_path, const char *pin_sha256,
     rc = load_shards(pkg, err);
     if (rc)
         goto fail;
-    for (int i = 0; i < pkg->nrecords; i++) {
-        clef_record *r = &pkg->records[i];
-        if (r->T > pkg->Tmax) pkg->Tmax = r->T;
-        if (r->Q > pkg->Qmax) pkg->Qmax = r->Q;
-        if (r->O > pkg->Omax) pkg->Omax = r->O;
-        rc = clef_record_prepare(k, r, pkg->E, pkg->V, err);
-        if (rc)
-            goto fail;
-    }
+    record_geometry(pkg);
     json_decref(root);
     free(bytes);
     return 0;
@@ -856,4 +863,17 @@ fail:
     free(bytes);
     clef_package_free(pkg);
     return rc ? rc : CLEF_ERR_INPUT;
+}
+
+int clef_package_prepare(clef_package *pkg, const clef_kernels *k,
+                         clef_err *err)
+{
+    pkg->prepared = 0;
+    for (int i = 0; i < pkg->nrecords; i++) {
+        int rc = clef_record_prepare(k, &pkg->records[i], pkg->E, pkg->V, err);
+        if (rc)
+            return rc;
+    }
+    pkg->prepared = 1;
+    return 0;
 }

@@ -1,5 +1,7 @@
-// Packages (FORMATS.md): package.json + shards + lexical table, loaded and
-// checked rule by rule before anything is trained or written.
+// Packages (FORMATS.md): package.json + shards + lexical table, read and
+// checked rule by rule before anything is trained or written
+// (clef_package_read, no kernel runs), then prepared for the head
+// (clef_package_prepare: the per-record constants, computed with kernels).
 #ifndef CLEF_PACKAGE_H
 #define CLEF_PACKAGE_H
 
@@ -26,18 +28,31 @@ typedef struct clef_package {
     char **shard_paths; // [nshards]
     char (*shard_sha256)[CLEF_SHA256_HEX]; // [nshards]
     int nrecords;
-    clef_record *records; // [nrecords], manifest order, prepared
+    clef_record *records; // [nrecords], manifest order
     int *record_shard;    // [nrecords]
     int nsplit[3];        // records per CLEF_SPLIT_*
     int Tmax, Qmax, Omax; // the largest record geometry
+    int prepared;         // 1 once clef_package_prepare has succeeded
 } clef_package;
 
-// Loads and checks the package at manifest_path. pin_sha256 (64 hex or NULL)
-// must match the manifest's bytes. Every rule of FORMATS.md is checked; the
-// records are prepared with kernels k (clef_record_prepare). On failure the
-// package is freed and err names the file, record, field and rule.
-int clef_package_load(const char *manifest_path, const char *pin_sha256,
-                      const clef_kernels *k, clef_package *pkg, clef_err *err);
+// Reads and checks the package at manifest_path. pin_sha256 (64 hex or NULL)
+// must match the manifest's bytes. Every rule of FORMATS.md is checked (the
+// SHA-256 of every file, every shape, bound and float) and each record's
+// fields as the package gives them are filled in: id, split, H, ids,
+// questions, spans and targets. No kernel runs: the per-record constants
+// (xhat, qvhat, ctxhat, lex, lhat, is_score) stay NULL and prepared 0. On
+// failure the package is freed and err names the file, record, field and
+// rule.
+int clef_package_read(const char *manifest_path, const char *pin_sha256,
+                      clef_package *pkg, clef_err *err);
+// Computes every record's constants with kernels k (clef_record_prepare) on
+// a package clef_package_read returned, and sets prepared. Nothing else in
+// the package changes, so a prepared package can be shared read-only (const)
+// by any number of runs with the same kernels. Preparing again recomputes
+// the constants. On failure prepared is 0 and the caller still owns (and
+// frees) the package.
+int clef_package_prepare(clef_package *pkg, const clef_kernels *k,
+                         clef_err *err);
 void clef_package_free(clef_package *pkg);
 
 // Index of the record with this id, or -1.

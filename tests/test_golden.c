@@ -32,9 +32,10 @@ static double worst_rel; // the worst relative error seen, for the report
 static void golden_load_mode(golden *g, const char *mode)
 {
     clef_err err = {0};
-    cr_assert_eq(clef_package_load(GOLDEN "/package.json", NULL,
-                                   &clef_scalar_kernels, &g->pkg, &err),
+    cr_assert_eq(clef_package_read(GOLDEN "/package.json", NULL, &g->pkg, &err),
                  0, "%s", err.msg);
+    cr_assert_eq(clef_package_prepare(&g->pkg, &clef_scalar_kernels, &err), 0,
+                 "%s", err.msg);
     cr_assert_eq(clef_weights_load(GOLDEN "/weights.safetensors", 2, &g->hd,
                                    &err),
                  0, "%s", err.msg);

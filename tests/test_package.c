@@ -1,5 +1,5 @@
-// Suite package: the package loader (core/package.c) and SHA-256
-// (core/sha256.c), in process.
+// Suite package: the package reader and preparation (core/package.c) and
+// SHA-256 (core/sha256.c), in process.
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,7 +62,7 @@ Test(package, golden_loads)
 {
     clef_package p;
     clef_err err = {0};
-    int rc = clef_package_load(GOLDEN, NULL, &clef_scalar_kernels, &p, &err);
+    int rc = clef_package_read(GOLDEN, NULL, &p, &err);
     cr_assert_eq(rc, 0, "%s", err.msg);
     cr_expect_eq(p.cfg.d, 8);
     cr_expect_eq(p.cfg.R, 2);
@@ -89,15 +89,20 @@ Test(package, golden_loads)
         cr_expect_eq(r->target[o], y[o], "target[%d]", o);
     cr_expect_str_eq(r->oid[6], "b");
     cr_expect_str_eq(r->qid[2], "q2");
+    cr_expect_null(r->xhat, "read only: records are not prepared");
+    cr_expect_eq(p.prepared, 0);
+    cr_assert_eq(clef_package_prepare(&p, &clef_scalar_kernels, &err), 0, "%s",
+                 err.msg);
     cr_expect_not_null(r->xhat, "records are prepared");
+    cr_expect_eq(p.prepared, 1);
     cr_expect(p.provenance && strstr(p.provenance, "deterministic"));
     // the pinned manifest hash is the hash of the file's bytes
     char hex[CLEF_SHA256_HEX];
     cr_assert_eq(clef_sha256_file(GOLDEN, hex, NULL), 0);
     cr_expect_str_eq(p.sha256, hex);
     clef_package_free(&p);
-    rc = clef_package_load(GOLDEN, hex, &clef_scalar_kernels, &p, &err);
-    cr_expect_eq(rc, 0, "pinning the right hash loads: %s", err.msg);
+    rc = clef_package_read(GOLDEN, hex, &p, &err);
+    cr_expect_eq(rc, 0, "pinning the right hash reads: %s", err.msg);
     clef_package_free(&p);
 }
 
@@ -126,7 +131,7 @@ Test(package, mixed_geometry_and_half_precision)
     snprintf(path, sizeof(path), "%s/package.json", dir);
     clef_package p;
     clef_err err = {0};
-    int rc = clef_package_load(path, NULL, &clef_scalar_kernels, &p, &err);
+    int rc = clef_package_read(path, NULL, &p, &err);
     cr_assert_eq(rc, 0, "%s", err.msg);
     cr_assert_eq(p.nrecords, 6);
     cr_expect_eq(p.nsplit[0], 4);
@@ -177,8 +182,8 @@ Test(package, broken_catalogue, .timeout = 60)
     snprintf(path, sizeof(path), "%s/package.json", base);
     clef_package p;
     clef_err err = {0};
-    cr_assert_eq(clef_package_load(path, NULL, &clef_scalar_kernels, &p, &err),
-                 0, "the unbroken fixture loads: %s", err.msg);
+    cr_assert_eq(clef_package_read(path, NULL, &p, &err), 0,
+                 "the unbroken fixture reads: %s", err.msg);
     clef_package_free(&p);
     for (int c = 0; c < tp_nbroken; c++) {
         const tp_broken *bc = &tp_broken_cases[c];
@@ -188,8 +193,7 @@ Test(package, broken_catalogue, .timeout = 60)
         cr_assert_eq(bc->make(pdir), 0, "%s: cannot build the case", bc->name);
         snprintf(path, sizeof(path), "%s/package.json", pdir);
         memset(&err, 0, sizeof(err));
-        int rc = clef_package_load(path, bc->pin, &clef_scalar_kernels, &p,
-                                   &err);
+        int rc = clef_package_read(path, bc->pin, &p, &err);
         cr_expect_eq(rc, CLEF_ERR_INPUT, "%s: rc %d (%s)", bc->name, rc,
                      err.msg);
         if (rc == 0)
@@ -199,5 +203,94 @@ Test(package, broken_catalogue, .timeout = 60)
                       "%s: message \"%s\" lacks \"%s\"", bc->name, err.msg,
                       bc->expect[k]);
     }
+    tp_rmdir(dir);
+}
+
+// The four kernels record preparation runs, counted: reading runs none of
+// them (it takes no kernel table), preparing runs each once per record
+// (span_mean three times) and gives the scalar table's bits.
+static int n_layernorm, n_span_mean, n_gather, n_normalize;
+
+static void count_layernorm(int rows, int n, const float *x, const float *g,
+                            const float *b, float *y, float *xhat, float *rstd)
+{
+    n_layernorm++;
+    clef_scalar_kernels.layernorm_fwd(rows, n, x, g, b, y, xhat, rstd);
+}
+
+static void count_span_mean(int nspan, const int *spans, int n, const float *X,
+                            float *Y)
+{
+    n_span_mean++;
+    clef_scalar_kernels.span_mean(nspan, spans, n, X, Y);
+}
+
+static void count_gather(int nidx, const int *idx, int n, const float *X,
+                         float *Y)
+{
+    n_gather++;
+    clef_scalar_kernels.gather_rows(nidx, idx, n, X, Y);
+}
+
+static void count_normalize(int rows, int n, float eps, const float *x,
+                            float *y, float *nrm)
+{
+    n_normalize++;
+    clef_scalar_kernels.normalize_fwd(rows, n, eps, x, y, nrm);
+}
+
+static void expect_unprepared(const clef_package *p)
+{
+    cr_expect_eq(p->prepared, 0);
+    for (int i = 0; i < p->nrecords; i++) {
+        const clef_record *r = &p->records[i];
+        cr_expect(!r->xhat && !r->qvhat && !r->ctxhat && !r->lex && !r->lhat &&
+                      !r->is_score,
+                  "%s: read computed a per-record constant", r->id);
+        cr_expect_not_null(r->H, "%s: hidden states are read", r->id);
+    }
+}
+
+static int same_floats(const float *a, const float *b, size_t n)
+{
+    return memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+Test(package, read_runs_no_kernel)
+{
+    char *dir = tp_tmpdir();
+    cr_assert_not_null(dir);
+    cr_assert_eq(tp_write_mixed_package(dir), 0);
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/package.json", dir);
+    clef_kernels k = clef_scalar_kernels;
+    k.layernorm_fwd = count_layernorm;
+    k.span_mean = count_span_mean;
+    k.gather_rows = count_gather;
+    k.normalize_fwd = count_normalize;
+    clef_package p, ref;
+    clef_err err = {0};
+    cr_assert_eq(clef_package_read(path, NULL, &p, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_package_read(path, NULL, &ref, &err), 0, "%s", err.msg);
+    expect_unprepared(&p);
+    cr_expect_eq(n_layernorm + n_span_mean + n_gather + n_normalize, 0);
+    cr_assert_eq(clef_package_prepare(&p, &k, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_package_prepare(&ref, &clef_scalar_kernels, &err), 0,
+                 "%s", err.msg);
+    cr_expect_eq(p.prepared, 1);
+    cr_expect_eq(n_layernorm, p.nrecords);
+    cr_expect_eq(n_span_mean, 3 * p.nrecords);
+    cr_expect_eq(n_gather, p.nrecords);
+    cr_expect_eq(n_normalize, p.nrecords);
+    for (int i = 0; i < p.nrecords; i++) {
+        const clef_record *a = &p.records[i], *b = &ref.records[i];
+        size_t d = (size_t)a->d;
+        cr_expect(same_floats(a->xhat, b->xhat, (size_t)a->T * d), "%s", a->id);
+        cr_expect(same_floats(a->qvhat, b->qvhat, (size_t)a->Q * d));
+        cr_expect(same_floats(a->ctxhat, b->ctxhat, (size_t)a->O * d));
+        cr_expect(same_floats(a->lhat, b->lhat, (size_t)a->O * d));
+    }
+    clef_package_free(&p);
+    clef_package_free(&ref);
     tp_rmdir(dir);
 }

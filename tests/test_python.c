@@ -99,8 +99,7 @@ Test(python, reads_clef_fixture, .timeout = 60)
     cr_assert_not_null(j);
     clef_package p;
     clef_err err = {0};
-    cr_assert_eq(clef_package_load(man, NULL, &clef_scalar_kernels, &p, &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(clef_package_read(man, NULL, &p, &err), 0, "%s", err.msg);
     cr_expect_str_eq(json_string_value(json_object_get(j, "sha256")),
                      p.sha256);
     json_t *recs = json_object_get(j, "records");

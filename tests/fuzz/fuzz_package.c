@@ -1,4 +1,4 @@
-// libFuzzer harness: the package loader (core/package.h).
+// libFuzzer harness: the package reader (core/package.h).
 //
 // The input is a package in one buffer: up to five parts separated by the
 // line FZ_SEP ("=clef-fuzz-part="): package.json, lexical.safetensors,
@@ -9,9 +9,10 @@
 // replaced by the SHA-256 of that file as written, so mutated shards still
 // pass the digest check and reach the safetensors and record parsers (a
 // manifest may also carry literal digests, which then almost never match).
-// The files go to the process's temp folder and clef_package_load (the
-// path-based API) loads them with the scalar kernels; a loaded package is
-// looked through (clef_package_find of every record) and freed.
+// The files go to the process's temp folder; clef_package_read (the
+// path-based API) reads them and clef_package_prepare prepares the records
+// with the scalar kernels; a prepared package is looked through
+// (clef_package_find of every record) and freed.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +55,11 @@ static int one_input(const uint8_t *data, size_t size)
 
     clef_package pkg;
     clef_err err = {0};
-    int rc = clef_package_load(path, NULL, &clef_scalar_kernels, &pkg, &err);
+    int rc = clef_package_read(path, NULL, &pkg, &err);
+    if (!rc && (rc = clef_package_prepare(&pkg, &clef_scalar_kernels, &err)))
+        clef_package_free(&pkg); // read, not prepared: still ours to free
     if (fz_verbose())
-        fprintf(stderr, "clef_package_load: %s\n", rc ? err.msg : "ok");
+        fprintf(stderr, "clef_package_read/prepare: %s\n", rc ? err.msg : "ok");
     if (rc != 0) {
         if (!err.msg[0] || (rc != CLEF_ERR_INPUT && rc != CLEF_ERR_RUN)) {
             fprintf(stderr, "fuzz: rejected with code %d and message \"%s\"\n",
