@@ -1,7 +1,7 @@
 // Row-wise and elementwise kernels split in fixed chunks across threads
-// (rows.h). At released geometry the memory_norm LayerNorm over B·T rows,
-// the batch's stacked copies and the FFN's GELU ran on one thread while the
-// other waited: 8 % of a 2-thread update at mid geometry.
+// (rows.h): the memory_norm LayerNorm over B·T rows, the batch's stacked
+// copies and the FFN's GELU, which would otherwise run on one thread while
+// the others wait.
 #include "rows.h"
 #include "par.h"
 

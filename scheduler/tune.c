@@ -456,9 +456,9 @@ const char *clef_auto_why_not(const clef_backend *b, clef_op op, int builtin,
     return unusable(b, op, builtin, f);
 }
 
-// Library backends pay their own per-call cost (measured here: 1-2 µs per
-// oneDNN call, against a few hundred ns for a small hand-written kernel), so
-// the built-in order keeps them out of the small class.
+// Library backends pay their own per-call cost, several times a small
+// hand-written kernel's (docs/PERF-NOTES.md), so the built-in order keeps
+// them out of the small class.
 static int is_library(const char *name)
 {
     return strcmp(name, "onednn") == 0 || strcmp(name, "blis") == 0;

@@ -11,8 +11,8 @@
 #include "cpu/cpu.h"
 
 #define SUP_MAX_FLOPS 2097152.0 // 2^21: the "small" shape class (tune.h)
-// Below 2^18 flops a team of threads costs more than it saves (measured on
-// Zen 4: 32x32x64 is faster on 1 thread, 64x64x64 on 2).
+// Below 2^18 flops a team of threads costs more than it saves
+// (docs/PERF-NOTES.md, "Library backends").
 #define SERIAL_FLOPS 262144.0
 
 // OpenMP's count, capped at the hardware threads: BLIS's barriers spin, so
@@ -36,9 +36,8 @@ static void gemm_blis(int M, int N, int K, const float *A, inc_t rsa,
     float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     rntm_t rntm = BLIS_RNTM_INITIALIZER;
     bli_rntm_set_num_threads(clef_blis_call_threads(2.0 * M * N * K), &rntm);
-    // BLIS's "sup" path (small/skinny, unpacked) wins only on tiny GEMMs: on
-    // Zen 4 / zen3 sub-config, 1 thread, M=256 N=512 K=1024 gemm_nt runs at
-    // 48 GFLOP/s with it and 102 without; 96x8x8 at 7.8 with, 3.5 without.
+    // BLIS's "sup" path (small/skinny, unpacked) wins only in the small
+    // shape class (docs/PERF-NOTES.md, "Library backends").
     if (2.0 * M * N * K >= SUP_MAX_FLOPS)
         bli_rntm_disable_l3_sup(&rntm);
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, M, N, K, &alpha,

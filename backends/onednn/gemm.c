@@ -19,16 +19,13 @@
 #include <omp.h>
 #include <string.h>
 
-// Below 2^18 flops a team of threads costs more than it saves (measured,
-// oneDNN 2.6 on Zen 4: a 32x32x64 GEMM is faster on 1 thread, 64x64x64 on
-// 2): one block.
+// Below 2^18 flops a team of threads costs more than it saves: one block.
 #define SERIAL_FLOPS 262144.0
-// About one block per BLOCK_FLOPS (one call costs a few µs; 2^23 flops are
-// 100-200 µs on one core), at most MAX_BLOCKS (each block packs its share of
-// the other operand again), each a multiple of 64 rows or columns (oneDNN's
-// N block on AVX-512: other widths leave a tail in every block), or of 16
-// for dimensions under 128. Measured on mid (clef-bench --train, batch 4,
-// Zen 4, 2 vCPUs): 2^21 flops, 16 blocks of 16 cost 1 thread 15 %.
+// About one block per BLOCK_FLOPS (large against a call's own cost), at
+// most MAX_BLOCKS (each block packs its share of the other operand again),
+// each a multiple of 64 rows or columns (oneDNN's N block on AVX-512: other
+// widths leave a tail in every block), or of 16 for dimensions under 128.
+// The measurements behind these: docs/PERF-NOTES.md, "Library backends".
 #define BLOCK_FLOPS 8388608.0 // 2^23
 #define MAX_BLOCKS 8
 #define BLOCK_ALIGN 64
