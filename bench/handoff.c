@@ -1,5 +1,5 @@
 // clef-bench --handoff: what handing cache lines from one thread to another
-// costs on this machine (docs/DESIGN.md, "Threads and determinism").
+// costs on this machine (docs/PERF-NOTES.md, "Threads").
 //
 //   clef-bench --handoff [--mb MB=1,8] [--rounds R=30]
 //

@@ -1,4 +1,4 @@
-// Memory attention in absorbed form (private to core/; docs/DESIGN.md).
+// Memory attention in absorbed form (private to core/; docs/ARCHITECTURE.md).
 //
 // A memory attention's queries are few (a record's options or questions)
 // and its keys are the record's T memory rows. K = mem W_kᵀ + b_k and
