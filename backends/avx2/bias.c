@@ -1,9 +1,9 @@
 // bias kernels for avx2: clef_f32_bias_add__avx2 clef_f32_colsum__avx2 
-// Body written once for both ISAs: backends/avx2/tmpl_bias.h (vector layer
+// Body written once for both ISAs: backends/x86/tmpl_bias.h (vector layer
 // in this directory's vec.h).
 #include <math.h>
 
 #include "vec.h"
 #include "avx2.h"
 
-#include "tmpl_bias.h"
+#include "backends/x86/tmpl_bias.h"

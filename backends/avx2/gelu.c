@@ -1,7 +1,7 @@
 // GELU (exact erf) for avx2: clef_f32_gelu_fwd__avx2, clef_f32_gelu_bwd__avx2,
-// and clef_f32_erf__avx2 (tests). Body: backends/avx2/tmpl_gelu.h, math in
-// backends/avx2/tmpl_math.h.
+// and clef_f32_erf__avx2 (tests). Body: backends/x86/tmpl_gelu.h, math in
+// backends/x86/tmpl_math.h.
 #include "vec.h"
 #include "avx2.h"
 
-#include "tmpl_gelu.h"
+#include "backends/x86/tmpl_gelu.h"

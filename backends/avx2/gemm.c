@@ -51,7 +51,7 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
     gemm_ukr(kc, a, b, c, ldc, accum);
 }
 
-#include "tmpl_gemm.h"
+#include "backends/x86/tmpl_gemm.h"
 
 GEMM_PREPACK_DEFINE(6x16__avx2)
 

@@ -1,5 +1,5 @@
 // layernorm kernels for avx2: clef_f32_layernorm_fwd__avx2 clef_f32_layernorm_bwd__avx2 
-// Body written once for both ISAs: backends/avx2/tmpl_layernorm.h (vector layer
+// Body written once for both ISAs: backends/x86/tmpl_layernorm.h (vector layer
 // in this directory's vec.h).
 #include <math.h>
 #include <string.h>
@@ -7,4 +7,4 @@
 #include "vec.h"
 #include "avx2.h"
 
-#include "tmpl_layernorm.h"
+#include "backends/x86/tmpl_layernorm.h"

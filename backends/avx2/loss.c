@@ -1,9 +1,9 @@
 // loss kernels for avx2: clef_f32_loss__avx2 
-// Body written once for both ISAs: backends/avx2/tmpl_loss.h (vector layer
+// Body written once for both ISAs: backends/x86/tmpl_loss.h (vector layer
 // in this directory's vec.h).
 #include <math.h>
 
 #include "vec.h"
 #include "avx2.h"
 
-#include "tmpl_loss.h"
+#include "backends/x86/tmpl_loss.h"

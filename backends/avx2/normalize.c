@@ -1,9 +1,9 @@
 // normalize kernels for avx2: clef_f32_normalize_fwd__avx2 clef_f32_normalize_bwd__avx2 clef_f32_cosine_fwd__avx2 clef_f32_cosine_bwd__avx2 
-// Body written once for both ISAs: backends/avx2/tmpl_normalize.h (vector layer
+// Body written once for both ISAs: backends/x86/tmpl_normalize.h (vector layer
 // in this directory's vec.h).
 #include <math.h>
 
 #include "vec.h"
 #include "avx2.h"
 
-#include "tmpl_normalize.h"
+#include "backends/x86/tmpl_normalize.h"

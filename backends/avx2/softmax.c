@@ -1,9 +1,9 @@
 // softmax kernels for avx2: clef_f32_softmax_fwd__avx2 clef_f32_softmax_bwd__avx2 clef_f32_softmax_seg_fwd__avx2 clef_f32_softmax_seg_bwd__avx2 
-// Body written once for both ISAs: backends/avx2/tmpl_softmax.h (vector layer
+// Body written once for both ISAs: backends/x86/tmpl_softmax.h (vector layer
 // in this directory's vec.h).
 #include <math.h>
 
 #include "vec.h"
 #include "avx2.h"
 
-#include "tmpl_softmax.h"
+#include "backends/x86/tmpl_softmax.h"

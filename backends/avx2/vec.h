@@ -1,4 +1,4 @@
-// AVX2 + FMA vector layer for the op templates in backends/avx2/tmpl_*.h.
+// AVX2 + FMA vector layer for the op templates in backends/x86/tmpl_*.h.
 //
 // The op families other than GEMM are written once, against this small
 // vocabulary (vf = one vector of VW floats, vm = a lane mask), and compiled
@@ -10,7 +10,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 
-#include "lo64.h"
+#include "backends/x86/lo64.h"
 
 #define CLEF_ISA_SUFFIX avx2
 #define VW 8
@@ -145,6 +145,6 @@ static inline float vf_hmax(vf v)
     return _mm_cvtss_f32(q);
 }
 
-#include "tmpl_math.h"
+#include "backends/x86/tmpl_math.h"
 
 #endif

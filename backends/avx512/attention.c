@@ -1,5 +1,5 @@
 // attention kernels for avx512: clef_f32_attention_fwd__avx512 clef_f32_attention_bwd__avx512 
-// Body written once for both ISAs: backends/avx2/tmpl_attention.h (vector layer
+// Body written once for both ISAs: backends/x86/tmpl_attention.h (vector layer
 // in this directory's vec.h).
 #include <math.h>
 
@@ -10,5 +10,5 @@
 #define ATTN_GEMM_NN clef_f32_gemm_nn_14x32__avx512
 #define ATTN_GEMM_TN clef_f32_gemm_tn_14x32__avx512
 
-#include "../avx2/tmpl_softmax_row.h"
-#include "../avx2/tmpl_attention.h"
+#include "backends/x86/tmpl_softmax_row.h"
+#include "backends/x86/tmpl_attention.h"

@@ -1,4 +1,4 @@
-// AVX-512 vector layer for the op templates in backends/avx2/tmpl_*.h.
+// AVX-512 vector layer for the op templates in backends/x86/tmpl_*.h.
 //
 // The op families other than GEMM are written once, against this small
 // vocabulary (vf = one vector of VW floats, vm = a lane mask), and compiled
@@ -109,6 +109,6 @@ static inline float vf_hmax(vf v) { return _mm512_reduce_max_ps(v); }
 // piecewise polynomials and a table-driven exp on the GELU hot path.
 #define CLEF_ISA_LOOKUP16 1
 
-#include "../avx2/tmpl_math.h"
+#include "backends/x86/tmpl_math.h"
 
 #endif

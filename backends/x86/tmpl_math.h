@@ -16,7 +16,7 @@
 //      The AVX-512 GELU hot path tabulates Φ and φ directly instead
 //      (backends/avx512/gelu_lut.h) and uses this form beyond |x| = 4√2.
 // Coefficients: weighted least squares on Chebyshev nodes against double
-// erf/erfc, rounded to float: backends/avx2/fit_coefficients.py reproduces
+// erf/erfc, rounded to float: backends/x86/fit_coefficients.py reproduces
 // them. tests/test_erf.c checks every ISA against double erf on a dense sweep
 // of all float magnitudes, and GELU against the scalar reference.
 #ifndef CLEF_TMPL_MATH_H
