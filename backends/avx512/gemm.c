@@ -9,6 +9,8 @@
 
 #define GEMM_MR 14
 #define GEMM_NR 32
+#define GEMM_DOT_R 6        // small nt: 6x4 dot products, 24 zmm accumulators
+#define GEMM_ROWS_2V_MAX 12 // small nn/tn: 2·12 accumulators + 3 of 32 zmm
 
 // Register-tile building blocks: row i of the tile lives in c<i>0, c<i>1.
 #define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
