@@ -1,6 +1,7 @@
 // layernorm kernels for avx2: clef_f32_layernorm_fwd__avx2 clef_f32_layernorm_bwd__avx2 
-// Body written once for both ISAs: backends/x86/tmpl_layernorm.h (vector layer
-// in this directory's vec.h).
+// Written once for both ISAs: helpers in backends/x86/tmpl_layernorm.h, each
+// kernel's body in backends/x86/body/<op>.h, included in its definition
+// below (vector layer in this directory's vec.h).
 #include <math.h>
 #include <string.h>
 
@@ -106,3 +107,18 @@ static void ln_bwd_rows8(int rows, const float *dy, const float *xhat,
     } while (0)
 
 #include "backends/x86/tmpl_layernorm.h"
+
+void clef_f32_layernorm_fwd__avx2(int rows, int n, const float *x,
+                                  const float *gamma, const float *beta,
+                                  float *y, float *xhat, float *rstd)
+{
+#include "backends/x86/body/layernorm_fwd.h"
+}
+
+void clef_f32_layernorm_bwd__avx2(int rows, int n, const float *dy,
+                                  const float *xhat, const float *rstd,
+                                  const float *gamma, float *dx, float *dgamma,
+                                  float *dbeta)
+{
+#include "backends/x86/body/layernorm_bwd.h"
+}

@@ -12,11 +12,7 @@
 
 #include "backends/x86/ymm.h"
 
-#define CLEF_ISA_SUFFIX avx2
 #define VW 8
-// The AVX2 kernels take every row width themselves (the AVX-512 ones hand
-// rows of 8 floats or fewer to them: backends/avx512/vec.h).
-#define CLEF_ISA_NARROW 0
 
 typedef __m256 vf;
 typedef __m256 vm; // all-ones / all-zeros lanes

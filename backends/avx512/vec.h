@@ -12,14 +12,20 @@
 
 #include "backends/x86/ymm.h"
 
-#define CLEF_ISA_SUFFIX avx512
 #define VW 16
 
 // Rows of 8 floats or fewer (the tiny head's width) run faster in ymm: the
 // AVX-512 kernels hand them to the AVX2 kernel of the same op (every AVX-512
-// CPU has AVX2 and FMA; see CLEF_NARROW in backends/x86/tmpl_math.h).
-#define CLEF_ISA_NARROW 1
+// CPU has AVX2 and FMA). CLEF_NARROW(cond, call), at the top of a kernel:
+// when cond holds, run `call` (the AVX2 kernel) and return.
 #include "backends/avx2/avx2.h"
+#define CLEF_NARROW(cond, call)                                                \
+    do {                                                                       \
+        if (cond) {                                                            \
+            call;                                                              \
+            return;                                                            \
+        }                                                                      \
+    } while (0)
 
 typedef __m512 vf;
 typedef __mmask16 vm;

@@ -53,39 +53,6 @@ static inline float ln_row_ss(int n, const float *x, float mean)
     return vf_hsum(vf_add(s0, s1));
 }
 
-void CLEF_KNAME(layernorm_fwd)(int rows, int n, const float *x,
-                               const float *gamma, const float *beta, float *y,
-                               float *xhat, float *rstd)
-{
-    CLEF_NARROW(n <= 8, clef_f32_layernorm_fwd__avx2(rows, n, x, gamma, beta, y, xhat, rstd));
-    LN_FWD_ISA_ROWS(rows, n, x, gamma, beta, y, xhat, rstd);
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * n; // (n)
-        float *yr = y + (size_t)r * n;       // (n)
-        float *hr = xhat + (size_t)r * n;    // (n)
-        float mean = ln_row_sum(n, xr) / (float)n;
-        float var = ln_row_ss(n, xr, mean) / (float)n;
-        float rs = 1.0f / sqrtf(var + CLEF_LN_EPS);
-        vf m = vf_set1(mean), s = vf_set1(rs);
-        // the row after next streams in while this one is written
-        const char *next = (const char *)(xr + (r + 2 < rows ? 2 * (size_t)n : 0));
-        int i = 0;
-        for (; i + VW <= n; i += VW) {
-            v_prefetch(next + i * sizeof(float));
-            vf h = vf_mul(vf_sub(vf_load(xr + i), m), s);
-            vf_store(hr + i, h);
-            vf_store(yr + i, vf_fma(vf_load(gamma + i), h, vf_load(beta + i)));
-        }
-        if (i < n) {
-            int t = n - i;
-            vf h = vf_mul(vf_sub(vf_loadn(xr + i, t), m), s);
-            vf_storen(hr + i, h, t);
-            vf_storen(yr + i, vf_fma(vf_loadn(gamma + i, t), h, vf_loadn(beta + i, t)), t);
-        }
-        rstd[r] = rs;
-    }
-}
-
 // Rows up to this length take the fused backward: one sweep reads dy and
 // xhat once for dx, dgamma and dbeta (the per-column partial sums live on the
 // stack, 2 × 32 KiB at most).
@@ -158,34 +125,3 @@ static void ln_bwd_cols(int rows, int n, int c, int w, const float *dy,
     }
 }
 
-void CLEF_KNAME(layernorm_bwd)(int rows, int n, const float *dy,
-                               const float *xhat, const float *rstd,
-                               const float *gamma, float *dx, float *dgamma,
-                               float *dbeta)
-{
-    CLEF_NARROW(n <= 8, clef_f32_layernorm_bwd__avx2(rows, n, dy, xhat, rstd, gamma, dx, dgamma, dbeta));
-    if (n <= LN_FUSED_MAX) {
-        float sg[LN_FUSED_MAX] __attribute__((aligned(64)));
-        float sb[LN_FUSED_MAX] __attribute__((aligned(64)));
-        memset(sg, 0, sizeof(float) * n);
-        memset(sb, 0, sizeof(float) * n);
-        int r = 0;
-        LN_BWD_ISA_ROWS(r, rows, n, dy, xhat, rstd, gamma, dx, sg, sb);
-        for (; r < rows; r++) {
-            size_t o = (size_t)r * n;
-            ln_bwd_row(n, dy + o, xhat + o, rstd[r], gamma, dx ? dx + o : NULL, sg, sb);
-        }
-        for (int c = 0; c < n; c++) {
-            dgamma[c] += sg[c];
-            dbeta[c] += sb[c];
-        }
-        return;
-    }
-    if (dx)
-        for (int r = 0; r < rows; r++) {
-            size_t o = (size_t)r * n;
-            ln_bwd_row(n, dy + o, xhat + o, rstd[r], gamma, dx + o, NULL, NULL);
-        }
-    for (int c = 0; c < n; c += VW)
-        ln_bwd_cols(rows, n, c, n - c < VW ? n - c : VW, dy, xhat, dgamma, dbeta);
-}

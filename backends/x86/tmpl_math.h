@@ -22,28 +22,6 @@
 #ifndef CLEF_TMPL_MATH_H
 #define CLEF_TMPL_MATH_H
 
-#define CLEF_CAT3_(a, b, c) a##b##c
-#define CLEF_CAT3(a, b, c) CLEF_CAT3_(a, b, c)
-// CLEF_KNAME(gelu_fwd) -> clef_f32_gelu_fwd__avx512 (or __avx2)
-#define CLEF_KNAME(op) CLEF_CAT3(clef_f32_, op, CLEF_CAT3(__, CLEF_ISA_SUFFIX, ))
-
-// CLEF_NARROW(cond, call): in the AVX-512 build, when cond holds (rows of 8
-// floats or fewer), run `call` (the AVX2 kernel of the op) and return; in the
-// AVX2 build it is nothing.
-#if CLEF_ISA_NARROW
-#define CLEF_NARROW(cond, call)                                                \
-    do {                                                                       \
-        if (cond) {                                                            \
-            call;                                                              \
-            return;                                                            \
-        }                                                                      \
-    } while (0)
-#else
-#define CLEF_NARROW(cond, call)                                                \
-    do {                                                                       \
-    } while (0)
-#endif
-
 static inline vf vf_exp(vf x)
 {
     const vf hi = vf_set1(88.3762626647949f);  // n stays ≤ 127
