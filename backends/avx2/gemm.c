@@ -8,6 +8,8 @@
 
 #define GEMM_MR 6
 #define GEMM_NR 16
+#define GEMM_DOT_R 2       // small nt: 2x4 dot products, 8 ymm accumulators
+#define GEMM_ROWS_2V_MAX 4 // small nn/tn: 2·4 accumulators + 3 of 16 ymm
 
 // C (6,16) [+]= Σ_k a[k] (6) ⊗ b[k] (16); a, b packed panels.
 static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
@@ -51,7 +53,7 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
     gemm_ukr(kc, a, b, c, ldc, accum);
 }
 
-#include "tmpl_gemm.h"
+#include "backends/x86/tmpl_gemm.h"
 
 GEMM_PREPACK_DEFINE(6x16__avx2)
 

@@ -1,4 +1,4 @@
-// AVX2 + FMA vector layer for the op templates in backends/avx2/tmpl_*.h.
+// AVX2 + FMA vector layer for the op templates in backends/x86/tmpl_*.h.
 //
 // The op families other than GEMM are written once, against this small
 // vocabulary (vf = one vector of VW floats, vm = a lane mask), and compiled
@@ -10,61 +10,20 @@
 #include <immintrin.h>
 #include <stddef.h>
 
-#include "lo64.h"
+#include "backends/x86/ymm.h"
 
-#define CLEF_ISA_SUFFIX avx2
 #define VW 8
 
 typedef __m256 vf;
 typedef __m256 vm; // all-ones / all-zeros lanes
 
-static inline __m256i vm_first_i(int n) // n < 8
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
 static inline vf vf_set1(float a) { return _mm256_set1_ps(a); }
 static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
-// Partial vectors (n < VW lanes) from 128/64/32-bit pieces: AMD executes
-// VMASKMOVPS stores slowly, and the tails of the tiny head's rows are hot.
+// Partial vectors (n < VW lanes) from 128/64/32-bit pieces (v4_loadn,
+// v4_storen in backends/x86/ymm.h): AMD executes VMASKMOVPS stores slowly.
 // Never touches p[n..].
-static inline __m128 v4_loadn(const float *p, int n) // n ≤ 4
-{
-    switch (n) {
-    case 4:
-        return _mm_loadu_ps(p);
-    case 3:
-        return _mm_movelh_ps(clef_load2f(p), _mm_load_ss(p + 2));
-    case 2:
-        return clef_load2f(p);
-    case 1:
-        return _mm_load_ss(p);
-    default:
-        return _mm_setzero_ps();
-    }
-}
-static inline void v4_storen(float *p, __m128 x, int n) // n ≤ 4
-{
-    switch (n) {
-    case 4:
-        _mm_storeu_ps(p, x);
-        break;
-    case 3:
-        clef_store2f(p, x);
-        _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
-        break;
-    case 2:
-        clef_store2f(p, x);
-        break;
-    case 1:
-        _mm_store_ss(p, x);
-        break;
-    default:
-        break;
-    }
-}
 // first n (< VW) lanes from p, the rest zero
 static inline vf vf_loadn(const float *p, int n)
 {
@@ -74,7 +33,7 @@ static inline vf vf_loadn(const float *p, int n)
 }
 static inline vf vf_loadn_fill(const float *p, int n, float fill)
 {
-    __m256i m = vm_first_i(n);
+    __m256i m = v8_first_i(n);
     return _mm256_blendv_ps(_mm256_set1_ps(fill), vf_loadn(p, n),
                             _mm256_castsi256_ps(m));
 }
@@ -92,7 +51,7 @@ static inline void vf_storen(float *p, vf v, int n)
 // lanes ≥ n (n < VW) set to zero
 static inline vf vf_keepn(vf v, int n)
 {
-    return _mm256_and_ps(v, _mm256_castsi256_ps(vm_first_i(n)));
+    return _mm256_and_ps(v, _mm256_castsi256_ps(v8_first_i(n)));
 }
 
 static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
@@ -145,6 +104,66 @@ static inline float vf_hmax(vf v)
     return _mm_cvtss_f32(q);
 }
 
-#include "tmpl_math.h"
+// ---- what the templates need beyond the vf vocabulary ----
+
+// 8-float pieces (attention's key blocks, GEMM packing) with n < 8 lanes:
+// here one vf is 8 floats, so they are vf_loadn / vf_storen.
+X86_INLINE v8f v8_loadn(const float *p, int n) { return vf_loadn(p, n); }
+X86_INLINE void v8_storen(float *p, v8f v, int n) { vf_storen(p, v, n); }
+// the first n (< 8) lanes of v to p, m = v8_first_i(n) (computed once by the
+// caller, for a loop of such stores): VMASKMOVPS
+static inline void v8_storen_mask(float *p, v8i m, int n, v8f v)
+{
+    (void)n;
+    _mm256_maskstore_ps(p, m, v);
+}
+
+// The four lane sums of a0..a3, in a fixed order.
+static inline v4f vf_hsum4(vf a0, vf a1, vf a2, vf a3) { return v8_hsum4(a0, a1, a2, a3); }
+
+// Key blocks of the small attention path: VW keys × 8 columns, in registers.
+// T (8 rows ld ldt, VW floats each) = Xᵀ for X (VW rows ld ldx, 8 floats each)
+static inline void vf_tile_in(const float *X, size_t ldx, float *T, size_t ldt)
+{
+    __m256 r[8] = {
+        _mm256_loadu_ps(X),           _mm256_loadu_ps(X + ldx),
+        _mm256_loadu_ps(X + 2 * ldx), _mm256_loadu_ps(X + 3 * ldx),
+        _mm256_loadu_ps(X + 4 * ldx), _mm256_loadu_ps(X + 5 * ldx),
+        _mm256_loadu_ps(X + 6 * ldx), _mm256_loadu_ps(X + 7 * ldx)};
+    transpose8(r);
+    _mm256_storeu_ps(T, r[0]), _mm256_storeu_ps(T + ldt, r[1]);
+    _mm256_storeu_ps(T + 2 * ldt, r[2]), _mm256_storeu_ps(T + 3 * ldt, r[3]);
+    _mm256_storeu_ps(T + 4 * ldt, r[4]), _mm256_storeu_ps(T + 5 * ldt, r[5]);
+    _mm256_storeu_ps(T + 6 * ldt, r[6]), _mm256_storeu_ps(T + 7 * ldt, r[7]);
+}
+// E (VW, 8) = Tᵀ for T (8 rows ld ldt, VW floats each)
+static inline void vf_tile_out(const float *T, size_t ldt, float *E) { vf_tile_in(T, ldt, E, 8); }
+// P (VW rows ld ldp, 8 columns) += Tᵀ for T (8 rows ld ldt, VW floats each)
+static inline void vf_tile_add(const float *T, size_t ldt, float *P, size_t ldp)
+{
+    __m256 r[8] = {
+        _mm256_loadu_ps(T),           _mm256_loadu_ps(T + ldt),
+        _mm256_loadu_ps(T + 2 * ldt), _mm256_loadu_ps(T + 3 * ldt),
+        _mm256_loadu_ps(T + 4 * ldt), _mm256_loadu_ps(T + 5 * ldt),
+        _mm256_loadu_ps(T + 6 * ldt), _mm256_loadu_ps(T + 7 * ldt)};
+    transpose8(r);
+#define VF_ADDROW(k)                                                           \
+    _mm256_storeu_ps(P + (k) * ldp, _mm256_add_ps(_mm256_loadu_ps(P + (k) * ldp), r[k]))
+    VF_ADDROW(0), VF_ADDROW(1), VF_ADDROW(2), VF_ADDROW(3);
+    VF_ADDROW(4), VF_ADDROW(5), VF_ADDROW(6), VF_ADDROW(7);
+#undef VF_ADDROW
+}
+
+// exp(x) for x ≤ 0 (attention's max-subtracted scores): the templates clamp
+// x at VF_EXP_LE0_MIN, run vf_exp's reduction and polynomial p, and finish
+// with vf_exp_le0_scale(p, n, x) = p · 2^n, 0 where x (unclamped) is below
+// the clamp. Here 2^n goes through the exponent field, n ≥ −126.
+#define VF_EXP_LE0_MIN -87.3365447505531f
+X86_INLINE vf vf_exp_le0_scale(vf p, vf n, vf x)
+{
+    return vf_select(vf_lt(x, vf_set1(VF_EXP_LE0_MIN)), vf_zero(), vf_mul(p, vf_pow2i(n)));
+}
+
+#include "backends/x86/tmpl_math.h"
 
 #endif

@@ -1,9 +1,16 @@
 // adamw kernels for avx512: clef_f32_adamw__avx512 
-// Body written once for both ISAs: backends/avx2/tmpl_adamw.h (vector layer
-// in this directory's vec.h).
+// Written once for both ISAs: helpers in backends/x86/tmpl_adamw.h, each
+// kernel's body in backends/x86/body/<op>.h, included in its definition
+// below (vector layer in this directory's vec.h).
 #include <math.h>
 
 #include "vec.h"
 #include "avx512.h"
 
-#include "../avx2/tmpl_adamw.h"
+#include "backends/x86/tmpl_adamw.h"
+
+void clef_f32_adamw__avx512(size_t n, float *theta, const float *g, float *m,
+                            float *v, const clef_adamw_args *a)
+{
+#include "backends/x86/body/adamw.h"
+}

@@ -1,14 +1,14 @@
 // AVX-512 GELU hot path: Φ(−|x|) and φ(|x|) as 32-piece degree-6
 // polynomials on |x| < 4√2, coefficients picked per lane with one vpermt2ps
 // (a 32-entry table) each. No exp, no erfcx on the hot path: about half the
-// operations of the exp·erfcx form (backends/avx2/tmpl_math.h), which
+// operations of the exp·erfcx form (backends/x86/tmpl_math.h), which
 // remains for |x| ≥ 4√2 (evaluated only when a lane needs it).
 //
 // Pieces: |x| in [j h, (j+1) h), h = float(4√2/32), variable t = |x| − (j+½)h
 // (exact up to one rounding); weighted least squares per piece against double
 // erfc / exp, float-evaluated relative error 1.8e-7 (Φ), 1.6e-7 (φ);
-// reproduced by backends/avx2/fit_coefficients.py lut32.
-// Included by backends/avx512/gelu.c before backends/avx2/tmpl_gelu.h.
+// reproduced by backends/x86/fit_coefficients.py lut32.
+// Included by backends/avx512/gelu.c before backends/x86/tmpl_gelu.h.
 #ifndef CLEF_AVX512_GELU_LUT_H
 #define CLEF_AVX512_GELU_LUT_H
 

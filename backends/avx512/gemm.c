@@ -1,6 +1,6 @@
 // AVX-512 GEMM: 14x32 zmm microkernel (28 accumulators, 2 B vectors, one
 // broadcast = 31 of 32 registers), packing and blocking in
-// backends/avx2/tmpl_gemm.h, small-shape path without packing; rows or dot
+// backends/x86/tmpl_gemm.h, small-shape path without packing; rows or dot
 // products of 8 floats or fewer go to the AVX2 kernel (ymm is faster there).
 //   clef_f32_gemm_nt_14x32__avx512  C (M,N) [+]= A (M,K) · B (N,K)ᵀ
 //   clef_f32_gemm_nn_14x32__avx512  C (M,N) [+]= A (M,K) · B (K,N)
@@ -9,6 +9,8 @@
 
 #define GEMM_MR 14
 #define GEMM_NR 32
+#define GEMM_DOT_R 6        // small nt: 6x4 dot products, 24 zmm accumulators
+#define GEMM_ROWS_2V_MAX 12 // small nn/tn: 2·12 accumulators + 3 of 32 zmm
 
 // Register-tile building blocks: row i of the tile lives in c<i>0, c<i>1.
 #define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
@@ -96,7 +98,7 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
     gemm_ukr_by_rows[mr](kc, a, b, c, ldc, accum);
 }
 
-#include "../avx2/tmpl_gemm.h"
+#include "backends/x86/tmpl_gemm.h"
 
 GEMM_PREPACK_DEFINE(14x32__avx512)
 

@@ -4,19 +4,6 @@
 //              increasing rows, then adds once: the scalar reference's order,
 //              so the result is bitwise that of clef_f32_colsum__scalar.
 
-void CLEF_KNAME(bias_add)(int rows, int n, const float *b, float *y)
-{
-    CLEF_NARROW(n <= 8, clef_f32_bias_add__avx2(rows, n, b, y));
-    int nv = n / VW * VW, t = n - nv;
-    for (int r = 0; r < rows; r++) {
-        float *yr = y + (size_t)r * n; // (n)
-        for (int c = 0; c < nv; c += VW)
-            vf_store(yr + c, vf_add(vf_load(yr + c), vf_load(b + c)));
-        if (t)
-            vf_storen(yr + nv, vf_add(vf_loadn(yr + nv, t), vf_loadn(b + nv, t)), t);
-    }
-}
-
 // Columns [c, c + w) of db += Σ_rows dy: each column's sum starts from zero
 // in acc (L1) and takes the rows in order, row-major. Walking 4-vector column
 // blocks down the rows instead (sums in registers) crossed B·T × w of
@@ -46,9 +33,3 @@ static void colsum_cols(int rows, int n, int c, int w, const float *dy,
         vf_storen(d + nv, vf_add(vf_loadn(d + nv, t), vf_loadn(acc + nv, t)), t);
 }
 
-void CLEF_KNAME(colsum)(int rows, int n, const float *dy, float *db)
-{
-    CLEF_NARROW(n <= 8, clef_f32_colsum__avx2(rows, n, dy, db));
-    for (int c = 0; c < n; c += COLSUM_W)
-        colsum_cols(rows, n, c, n - c < COLSUM_W ? n - c : COLSUM_W, dy, db);
-}

@@ -46,22 +46,3 @@ static inline void adamw_claim(float *theta, size_t n)
 
 #define ADAMW_BLOCK 4096 // floats claimed, then updated: 16 KiB of θ
 
-void CLEF_KNAME(adamw)(size_t n, float *theta, const float *g, float *m,
-                       float *v, const clef_adamw_args *a)
-{
-    vf keep = vf_set1((float)(1.0 - (double)a->lr * (double)a->decay));
-    vf b1 = vf_set1(a->beta1), c1 = vf_set1(1.0f - a->beta1);
-    vf b2 = vf_set1(a->beta2), c2 = vf_set1(1.0f - a->beta2);
-    vf step = vf_set1(a->step_size), bc2 = vf_set1(a->bc2_sqrt), eps = vf_set1(a->eps);
-    size_t i = 0;
-    for (size_t b0 = 0; b0 < n; b0 += ADAMW_BLOCK) {
-        const size_t b1e = n - b0 < ADAMW_BLOCK ? n : b0 + ADAMW_BLOCK;
-        adamw_claim(theta + b0, b1e - b0);
-        for (; i + VW <= b1e; i += VW)
-            adamw_v(theta + i, g + i, m + i, v + i, VW, keep, b1, c1, b2, c2, step,
-                    bc2, eps);
-    }
-    if (i < n)
-        adamw_v(theta + i, g + i, m + i, v + i, (int)(n - i), keep, b1, c1, b2, c2,
-                step, bc2, eps);
-}

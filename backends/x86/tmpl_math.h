@@ -16,33 +16,11 @@
 //      The AVX-512 GELU hot path tabulates Φ and φ directly instead
 //      (backends/avx512/gelu_lut.h) and uses this form beyond |x| = 4√2.
 // Coefficients: weighted least squares on Chebyshev nodes against double
-// erf/erfc, rounded to float: backends/avx2/fit_coefficients.py reproduces
+// erf/erfc, rounded to float: backends/x86/fit_coefficients.py reproduces
 // them. tests/test_erf.c checks every ISA against double erf on a dense sweep
 // of all float magnitudes, and GELU against the scalar reference.
 #ifndef CLEF_TMPL_MATH_H
 #define CLEF_TMPL_MATH_H
-
-#define CLEF_CAT3_(a, b, c) a##b##c
-#define CLEF_CAT3(a, b, c) CLEF_CAT3_(a, b, c)
-// CLEF_KNAME(gelu_fwd) -> clef_f32_gelu_fwd__avx512 (or __avx2)
-#define CLEF_KNAME(op) CLEF_CAT3(clef_f32_, op, CLEF_CAT3(__, CLEF_ISA_SUFFIX, ))
-
-// CLEF_NARROW(cond, call): in the AVX-512 build, when cond holds (rows of 8
-// floats or fewer), run `call` (the AVX2 kernel of the op) and return; in the
-// AVX2 build it is nothing.
-#ifdef CLEF_ISA_NARROW
-#define CLEF_NARROW(cond, call)                                                \
-    do {                                                                       \
-        if (cond) {                                                            \
-            call;                                                              \
-            return;                                                            \
-        }                                                                      \
-    } while (0)
-#else
-#define CLEF_NARROW(cond, call)                                                \
-    do {                                                                       \
-    } while (0)
-#endif
 
 static inline vf vf_exp(vf x)
 {
@@ -151,7 +129,8 @@ static inline vf vf_exp_neg(vf x)
 }
 
 #ifdef CLEF_ISA_LOOKUP16
-// AVX-512 hot path: 16 pieces of width 1/4 on [0, 4), degree 6 each in
+// With a per-lane 16-entry lookup (vec.h: vf_lookup16 and the vi lanes; the
+// AVX-512 layer) the hot path is: 16 pieces of width 1/4 on [0, 4), degree 6 each in
 // u − centre (weighted least squares per piece, float-evaluated relative
 // error 1.0e-7; fit_coefficients.py lut16), coefficients picked per lane
 // with vpermps.
@@ -164,10 +143,9 @@ static inline vf vf_erfcx_0_4(vf u)
     static const float c4[16] = {3.457698822e-01f, 1.724154353e-01f, 9.053476155e-02f, 4.982843995e-02f, 2.861953899e-02f, 1.708498411e-02f, 1.056147926e-02f, 6.738035474e-03f, 4.423067905e-03f, 2.979301615e-03f, 2.054232405e-03f, 1.446727780e-03f, 1.038691844e-03f, 7.589304005e-04f, 5.634650006e-04f, 4.245104792e-04f};
     static const float c5[16] = {-2.016043514e-01f, -9.291809797e-02f, -4.515800253e-02f, -2.304185182e-02f, -1.229311246e-02f, -6.831171457e-03f, -3.939725459e-03f, -2.350430004e-03f, -1.446224283e-03f, -9.152636630e-04f, -5.943013821e-04f, -3.950477112e-04f, -2.682891791e-04f, -1.858162286e-04f, -1.310346561e-04f, -9.394574590e-05f};
     static const float c6[16] = {1.072820574e-01f, 4.608531669e-02f, 2.088997513e-02f, 9.952021763e-03f, 4.963813350e-03f, 2.582683694e-03f, 1.397003885e-03f, 7.830992690e-04f, 4.535817134e-04f, 2.707349777e-04f, 1.661164570e-04f, 1.045407407e-04f, 6.734045746e-05f, 4.431793059e-05f, 2.974867130e-05f, 2.033637429e-05f};
-    __m512i j = _mm512_min_epi32(_mm512_cvttps_epi32(vf_mul(u, vf_set1(4.0f))),
-                                 _mm512_set1_epi32(15));
-    vf t = vf_sub(u, vf_fma(_mm512_cvtepi32_ps(j), vf_set1(0.25f), vf_set1(0.125f)));
-#define LUT(c) _mm512_permutexvar_ps(j, _mm512_loadu_ps(c))
+    vi j = vi_min(vf_cvtt_i(vf_mul(u, vf_set1(4.0f))), vi_set1(15));
+    vf t = vf_sub(u, vf_fma(vi_cvt_f(j), vf_set1(0.25f), vf_set1(0.125f)));
+#define LUT(c) vf_lookup16(c, j)
     vf q = LUT(c6);
     q = vf_fma(q, t, LUT(c5));
     q = vf_fma(q, t, LUT(c4));
@@ -187,17 +165,16 @@ static inline vf vf_exp_neg_hot(vf z)
         1.0f, 1.04427378f, 1.09050773f, 1.13878863f, 1.18920712f, 1.24185781f,
         1.29683955f, 1.35425555f, 1.41421356f, 1.47682615f, 1.54221083f,
         1.61049033f, 1.68179283f, 1.75625216f, 1.83400809f, 1.91520656f};
-    __m512i k = _mm512_cvtps_epi32(vf_mul(z, vf_set1(23.0831206542234f))); // 16/ln2
-    vf kf = _mm512_cvtepi32_ps(k);
+    vi k = vf_cvt_i(vf_mul(z, vf_set1(23.0831206542234f))); // 16/ln2
+    vf kf = vi_cvt_f(k);
     vf r = vf_fnma(kf, vf_set1(0.043334960937f), z); // ln2/16, high part (exact)
     r = vf_fnma(kf, vf_set1(-1.32621525e-5f), r);    // low part
     vf p = vf_fma(vf_set1(1.6666666667e-1f), r, vf_set1(0.5f));
     p = vf_fma(p, r, vf_set1(1.0f));
     p = vf_fma(p, r, vf_set1(1.0f));
-    vf e = vf_mul(p, _mm512_permutexvar_ps(_mm512_and_si512(k, _mm512_set1_epi32(15)),
-                                            _mm512_loadu_ps(p2)));
-    __m512i sh = _mm512_slli_epi32(_mm512_srai_epi32(k, 4), 23);
-    e = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(e), sh));
+    vf e = vf_mul(p, vf_lookup16(p2, vi_and(k, vi_set1(15))));
+    vi sh = vi_slli(vi_srai(k, 4), 23);
+    e = vi_bits(vi_add(vf_bits(e), sh));
     return vf_select(vf_lt(z, vf_set1(-87.3f)), vf_zero(), e);
 }
 #else

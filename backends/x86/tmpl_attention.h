@@ -24,105 +24,9 @@ static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
 // Query rows go through each pass in batches of ATTN_NB (shared K/V loads,
 // overlapped reductions). Fixed order everywhere: results do not depend on
 // anything but the inputs. Stack: 48 KB (fwd), 80 KB (bwd) at the limits.
-#include "tmpl_transpose.h"
-
 #define ATTN_SMALL_DH 16       // widest head the path takes
 #define ATTN_SMALL_NK 1024     // longest padded key row (stack rows)
 #define ATTN_SMALL_FLOATS 4096 // one transposed block: ⌈g·dh⌉₈·nkp floats (16 KB)
-
-// P (8 rows ld ldp) += Tᵀ for T (8 rows ld ldt), all in registers.
-static inline void attn_tile8_add(const float *T, size_t ldt, float *P, size_t ldp)
-{
-    __m256 r[8] = {
-        _mm256_loadu_ps(T),           _mm256_loadu_ps(T + ldt),
-        _mm256_loadu_ps(T + 2 * ldt), _mm256_loadu_ps(T + 3 * ldt),
-        _mm256_loadu_ps(T + 4 * ldt), _mm256_loadu_ps(T + 5 * ldt),
-        _mm256_loadu_ps(T + 6 * ldt), _mm256_loadu_ps(T + 7 * ldt)};
-    transpose8(r);
-#define ATTN_ADDROW(k)                                                         \
-    _mm256_storeu_ps(P + (k) * ldp, _mm256_add_ps(_mm256_loadu_ps(P + (k) * ldp), r[k]))
-    ATTN_ADDROW(0), ATTN_ADDROW(1), ATTN_ADDROW(2), ATTN_ADDROW(3);
-    ATTN_ADDROW(4), ATTN_ADDROW(5), ATTN_ADDROW(6), ATTN_ADDROW(7);
-#undef ATTN_ADDROW
-}
-
-#if VW == 16
-// Two 8x8 transposes side by side: z[k] holds row k of two 8x8 blocks (one
-// per 256-bit half); afterwards z[c] holds their columns c. Same network as
-// transpose8, with one two-source permute for the 128-bit lane step.
-static inline void attn_transpose8x2(__m512 z[8])
-{
-    __m512 t0 = _mm512_unpacklo_ps(z[0], z[1]), t1 = _mm512_unpackhi_ps(z[0], z[1]);
-    __m512 t2 = _mm512_unpacklo_ps(z[2], z[3]), t3 = _mm512_unpackhi_ps(z[2], z[3]);
-    __m512 t4 = _mm512_unpacklo_ps(z[4], z[5]), t5 = _mm512_unpackhi_ps(z[4], z[5]);
-    __m512 t6 = _mm512_unpacklo_ps(z[6], z[7]), t7 = _mm512_unpackhi_ps(z[6], z[7]);
-    __m512 s0 = _mm512_shuffle_ps(t0, t2, 0x44), s1 = _mm512_shuffle_ps(t0, t2, 0xEE);
-    __m512 s2 = _mm512_shuffle_ps(t1, t3, 0x44), s3 = _mm512_shuffle_ps(t1, t3, 0xEE);
-    __m512 s4 = _mm512_shuffle_ps(t4, t6, 0x44), s5 = _mm512_shuffle_ps(t4, t6, 0xEE);
-    __m512 s6 = _mm512_shuffle_ps(t5, t7, 0x44), s7 = _mm512_shuffle_ps(t5, t7, 0xEE);
-    const __m512i lo = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27);
-    const __m512i hi = _mm512_setr_epi32(4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31);
-    z[0] = _mm512_permutex2var_ps(s0, lo, s4), z[4] = _mm512_permutex2var_ps(s0, hi, s4);
-    z[1] = _mm512_permutex2var_ps(s1, lo, s5), z[5] = _mm512_permutex2var_ps(s1, hi, s5);
-    z[2] = _mm512_permutex2var_ps(s2, lo, s6), z[6] = _mm512_permutex2var_ps(s2, hi, s6);
-    z[3] = _mm512_permutex2var_ps(s3, lo, s7), z[7] = _mm512_permutex2var_ps(s3, hi, s7);
-}
-
-// 16 keys x 8 columns: T (8 rows ld ldt, 16 floats each) = Xᵀ, X (16 rows ld ldx).
-static inline void attn_tile16(const float *X, size_t ldx, float *T, size_t ldt)
-{
-    __m512 z[8];
-#define ATTN_LD2(k)                                                            \
-    z[k] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(X + (k) * ldx)), \
-                              _mm256_loadu_ps(X + (k + 8) * ldx), 1)
-    ATTN_LD2(0), ATTN_LD2(1), ATTN_LD2(2), ATTN_LD2(3);
-    ATTN_LD2(4), ATTN_LD2(5), ATTN_LD2(6), ATTN_LD2(7);
-#undef ATTN_LD2
-    attn_transpose8x2(z);
-    _mm512_storeu_ps(T, z[0]), _mm512_storeu_ps(T + ldt, z[1]);
-    _mm512_storeu_ps(T + 2 * ldt, z[2]), _mm512_storeu_ps(T + 3 * ldt, z[3]);
-    _mm512_storeu_ps(T + 4 * ldt, z[4]), _mm512_storeu_ps(T + 5 * ldt, z[5]);
-    _mm512_storeu_ps(T + 6 * ldt, z[6]), _mm512_storeu_ps(T + 7 * ldt, z[7]);
-}
-
-// E (16, 8) = Tᵀ for T (8 rows ld ldt, 16 floats each): the edge tiles of
-// attn_transpose_add.
-static inline void attn_tile16_out(const float *T, size_t ldt, float *E)
-{
-    __m512 z[8] = {
-        _mm512_loadu_ps(T),           _mm512_loadu_ps(T + ldt),
-        _mm512_loadu_ps(T + 2 * ldt), _mm512_loadu_ps(T + 3 * ldt),
-        _mm512_loadu_ps(T + 4 * ldt), _mm512_loadu_ps(T + 5 * ldt),
-        _mm512_loadu_ps(T + 6 * ldt), _mm512_loadu_ps(T + 7 * ldt)};
-    attn_transpose8x2(z);
-#define ATTN_ST2(k)                                                            \
-    _mm256_storeu_ps(E + 8 * (k), _mm512_castps512_ps256(z[k])),               \
-        _mm256_storeu_ps(E + 8 * ((k) + 8), _mm512_extractf32x8_ps(z[k], 1))
-    ATTN_ST2(0), ATTN_ST2(1), ATTN_ST2(2), ATTN_ST2(3);
-    ATTN_ST2(4), ATTN_ST2(5), ATTN_ST2(6), ATTN_ST2(7);
-#undef ATTN_ST2
-}
-
-// P (16 rows ld ldp, 8 columns) += Tᵀ for T (8 rows ld ldt, 16 floats each).
-static inline void attn_tile16_add(const float *T, size_t ldt, float *P, size_t ldp)
-{
-    __m512 z[8] = {
-        _mm512_loadu_ps(T),           _mm512_loadu_ps(T + ldt),
-        _mm512_loadu_ps(T + 2 * ldt), _mm512_loadu_ps(T + 3 * ldt),
-        _mm512_loadu_ps(T + 4 * ldt), _mm512_loadu_ps(T + 5 * ldt),
-        _mm512_loadu_ps(T + 6 * ldt), _mm512_loadu_ps(T + 7 * ldt)};
-    attn_transpose8x2(z);
-#define ATTN_ADD2(k)                                                           \
-    _mm256_storeu_ps(P + (k) * ldp, _mm256_add_ps(_mm256_loadu_ps(P + (k) * ldp),     \
-                                                  _mm512_castps512_ps256(z[k])));      \
-    _mm256_storeu_ps(P + (k + 8) * ldp,                                                \
-                     _mm256_add_ps(_mm256_loadu_ps(P + (k + 8) * ldp),                 \
-                                   _mm512_extractf32x8_ps(z[k], 1)))
-    ATTN_ADD2(0), ATTN_ADD2(1), ATTN_ADD2(2), ATTN_ADD2(3);
-    ATTN_ADD2(4), ATTN_ADD2(5), ATTN_ADD2(6), ATTN_ADD2(7);
-#undef ATTN_ADD2
-}
-#endif
 
 // Rows of a transposed block: nc rounded up to 8 (whole tiles).
 static inline int attn_rows8(int nc) { return (nc + 7) & ~7; }
@@ -140,79 +44,41 @@ static int attn_small_group(int nk, int heads, int dh)
 }
 
 // first n (≤ 8) floats of p as a ymm, the rest zero; never touches p[n..]
-static inline __m256 attn_ld8n(const float *p, int n)
+static inline v8f attn_ld8n(const float *p, int n)
 {
     if (n == 8)
-        return _mm256_loadu_ps(p);
-#if VW == 16
-    return _mm256_maskz_loadu_ps((__mmask8)((1u << n) - 1u), p);
-#else
-    return vf_loadn(p, n);
-#endif
+        return v8_load(p);
+    return v8_loadn(p, n);
 }
-static inline void attn_st8n(float *p, __m256 v, int n)
+static inline void attn_st8n(float *p, v8f v, int n)
 {
     if (n == 8) {
-        _mm256_storeu_ps(p, v);
+        v8_store(p, v);
         return;
     }
-#if VW == 16
-    _mm256_mask_storeu_ps(p, (__mmask8)((1u << n) - 1u), v);
-#else
-    vf_storen(p, v, n);
-#endif
-}
-
-// One 8x8 tile: T (8 rows ld ldt) = Xᵀ for X (8 rows ld ldx), all in registers.
-static inline void attn_tile8(const float *X, size_t ldx, float *T, size_t ldt)
-{
-    __m256 r[8] = {
-        _mm256_loadu_ps(X),           _mm256_loadu_ps(X + ldx),
-        _mm256_loadu_ps(X + 2 * ldx), _mm256_loadu_ps(X + 3 * ldx),
-        _mm256_loadu_ps(X + 4 * ldx), _mm256_loadu_ps(X + 5 * ldx),
-        _mm256_loadu_ps(X + 6 * ldx), _mm256_loadu_ps(X + 7 * ldx)};
-    transpose8(r);
-    _mm256_storeu_ps(T, r[0]), _mm256_storeu_ps(T + ldt, r[1]);
-    _mm256_storeu_ps(T + 2 * ldt, r[2]), _mm256_storeu_ps(T + 3 * ldt, r[3]);
-    _mm256_storeu_ps(T + 4 * ldt, r[4]), _mm256_storeu_ps(T + 5 * ldt, r[5]);
-    _mm256_storeu_ps(T + 6 * ldt, r[6]), _mm256_storeu_ps(T + 7 * ldt, r[7]);
+    v8_storen(p, v, n);
 }
 
 // Xt (attn_rows8(nc), nkp) = Xᵀ for X (nk, nc) ld ldx; keys nk..nkp-1 and
-// rows nc.. are zero.
+// rows nc.. are zero. Blocks of VW keys × 8 columns (vec.h's vf_tile_in),
+// stored as whole vector rows (as the kernels load them).
 static void attn_transpose_in(int nk, int nkp, int nc, const float *X, int ldx,
                               float *Xt)
 {
     for (int c0 = 0; c0 < nc; c0 += 8) {
         int w = nc - c0 < 8 ? nc - c0 : 8;
-#if VW == 16
-        // blocks of 16 keys, stored as whole zmm rows (as the kernels load them)
-        for (int j0 = 0; j0 < nkp; j0 += 16) {
+        for (int j0 = 0; j0 < nkp; j0 += VW) {
             float *T = Xt + (size_t)c0 * nkp + j0;
-            if (w == 8 && j0 + 16 <= nk) {
-                attn_tile16(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
+            if (w == 8 && j0 + VW <= nk) {
+                vf_tile_in(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
                 continue;
             }
-            _Alignas(64) float e[128]; // edge block (16 keys, 8 columns), zero padded
-            for (int k = 0; k < 16; k++)
-                _mm256_store_ps(e + 8 * k, j0 + k < nk ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
-                                                       : _mm256_setzero_ps());
-            attn_tile16(e, 8, T, (size_t)nkp);
+            _Alignas(4 * VW) float e[8 * VW]; // edge block (VW keys, 8 columns), zero padded
+            for (int k = 0; k < VW; k++)
+                v8_store_a(e + 8 * k, j0 + k < nk ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
+                                                  : v8_zero());
+            vf_tile_in(e, 8, T, (size_t)nkp);
         }
-#else
-        for (int j0 = 0; j0 < nkp; j0 += 8) {
-            float *T = Xt + (size_t)c0 * nkp + j0;
-            if (w == 8 && j0 + 8 <= nk) {
-                attn_tile8(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
-                continue;
-            }
-            _Alignas(32) float e[64]; // edge tile (8 keys, 8 columns), zero padded
-            for (int k = 0; k < 8; k++)
-                _mm256_store_ps(e + 8 * k, j0 + k < nk ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
-                                                       : _mm256_setzero_ps());
-            attn_tile8(e, 8, T, (size_t)nkp);
-        }
-#endif
     }
 }
 
@@ -220,11 +86,7 @@ static void attn_transpose_in(int nk, int nkp, int nc, const float *X, int ldx,
 static void attn_transpose_add(int nk, int nkp, int nc, const float *Xt,
                                float *X, int ldx)
 {
-#if VW == 16
-    enum { KB = 16 }; // keys per block: whole zmm rows of Xt
-#else
-    enum { KB = 8 };
-#endif
+    enum { KB = VW }; // keys per block: whole vector rows of Xt
     for (int c0 = 0; c0 < nc; c0 += 8) {
         int w = nc - c0 < 8 ? nc - c0 : 8;
         for (int j0 = 0; j0 < nk; j0 += KB) {
@@ -232,41 +94,17 @@ static void attn_transpose_add(int nk, int nkp, int nc, const float *Xt,
             float *P = X + (size_t)j0 * ldx + c0;
             _Alignas(64) float e[8 * KB]; // edge block (KB keys, 8 columns)
             if (w == 8 && j0 + KB <= nk) {
-#if VW == 16
-                attn_tile16_add(T, (size_t)nkp, P, (size_t)ldx);
-#else
-                attn_tile8_add(T, (size_t)nkp, P, (size_t)ldx);
-#endif
+                vf_tile_add(T, (size_t)nkp, P, (size_t)ldx);
                 continue;
             }
-#if VW == 16
-            attn_tile16_out(T, (size_t)nkp, e);
-#else
-            attn_tile8(T, (size_t)nkp, e, 8);
-#endif
+            vf_tile_out(T, (size_t)nkp, e);
             int rows = nk - j0 < KB ? nk - j0 : KB;
             for (int k = 0; k < rows; k++) {
                 float *p = P + (size_t)k * ldx;
-                attn_st8n(p, _mm256_add_ps(attn_ld8n(p, w), _mm256_load_ps(e + 8 * k)), w);
+                attn_st8n(p, v8_add(attn_ld8n(p, w), v8_load_a(e + 8 * k)), w);
             }
         }
     }
-}
-
-// The four lane sums of a0..a3, in a fixed order.
-static inline __m128 attn_hsum4(vf a0, vf a1, vf a2, vf a3)
-{
-#if VW == 16
-#define ATTN_FOLD(a)                                                           \
-    _mm256_add_ps(_mm512_castps512_ps256(a),                                   \
-                  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)))
-    __m256 b0 = ATTN_FOLD(a0), b1 = ATTN_FOLD(a1), b2 = ATTN_FOLD(a2), b3 = ATTN_FOLD(a3);
-#undef ATTN_FOLD
-#else
-    __m256 b0 = a0, b1 = a1, b2 = a2, b3 = a3;
-#endif
-    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(b0, b1), _mm256_hadd_ps(b2, b3));
-    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
 }
 
 // out[e] (+)= mul · Σ_j x[j] · Y[e][j] for e < n: x (len), Y (n, len) ld len,
@@ -291,7 +129,7 @@ attn_rowdots(int n, int len, const float *x, const float *Y,
             s3 = vf_fma(xv, vf_load(y3 + j), s3);
         }
         float r[4];
-        _mm_storeu_ps(r, _mm_mul_ps(attn_hsum4(s0, s1, s2, s3), _mm_set1_ps(mul)));
+        v4_store(r, v4_mul(vf_hsum4(s0, s1, s2, s3), v4_set1(mul)));
         for (int k = 0; k < m; k++)
             out[e0 + k] = acc ? out[e0 + k] + r[k] : r[k];
     }
@@ -299,19 +137,13 @@ attn_rowdots(int n, int len, const float *x, const float *Y,
 
 // exp(x) for the max-subtracted scores (x ≤ 0, or NaN, which propagates):
 // vf_exp's range reduction and polynomial without its overflow and NaN
-// selects; on AVX-512 VSCALEFPS applies 2^n and flushes to 0 below −104
-// (where the float result is 0 anyway).
+// selects; the clamp and the final 2^n (with its flush to 0) are the ISA's
+// (vec.h: VF_EXP_LE0_MIN, vf_exp_le0_scale).
 static inline vf attn_exp_le0(vf x)
 {
-#if VW == 16
-    x = vf_max(vf_set1(-104.0f), x); // −inf → 0 below; NaN propagates
-    vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
-#else
-    const vf lo = vf_set1(-87.3365447505531f); // n stays ≥ −126
     vf xm = x;
-    x = vf_max(lo, x); // NaN propagates (second operand)
+    x = vf_max(vf_set1(VF_EXP_LE0_MIN), x); // NaN propagates (second operand)
     vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
-#endif
     vf r = vf_fnma(n, vf_set1(0.693359375f), x);
     r = vf_fnma(n, vf_set1(-2.12194440e-4f), r);
     vf p = vf_set1(1.9841269841e-4f); // 1/7!
@@ -322,11 +154,7 @@ static inline vf attn_exp_le0(vf x)
     p = vf_fma(p, r, vf_set1(0.5f));
     p = vf_fma(p, r, vf_set1(1.0f));
     p = vf_fma(p, r, vf_set1(1.0f));
-#if VW == 16
-    return _mm512_scalef_ps(p, n);
-#else
-    return vf_select(vf_lt(xm, lo), vf_zero(), vf_mul(p, vf_pow2i(n)));
-#endif
+    return vf_exp_le0_scale(p, n, xm);
 }
 
 // x[j..j+VW) of a row of n floats, lanes past n zero (never read).
@@ -606,62 +434,3 @@ static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
 
 // ---- GEMM path ----
 
-void CLEF_KNAME(attention_fwd)(int nq, int nk, int heads, int dh,
-                               const float *Q, int ldq, const float *K, int ldk,
-                               const float *V, int ldv, float *A, float *O,
-                               int ldo)
-{
-    // key rows of 8 or fewer: the AVX2 kernel's ymm rows waste fewer lanes
-    CLEF_NARROW(nk <= 8 && dh <= ATTN_SMALL_DH,
-                clef_f32_attention_fwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A,
-                                             O, ldo));
-    int g = attn_small_group(nk, heads, dh);
-    if (g > 0) {
-        attn_fwd_small(nq, nk, heads, dh, g, Q, ldq, K, ldk, V, ldv, A, O, ldo);
-        return;
-    }
-    float scale = attn_scale(dh);
-    for (int h = 0; h < heads; h++) {
-        float *Ah = A + (size_t)h * nq * nk; // (nq, nk)
-        int c0 = h * dh;
-        // raw scores Q_h K_hᵀ (nq, nk), then softmax(scale ·) row by row
-        ATTN_GEMM_NT(nq, nk, dh, Q + c0, ldq, K + c0, ldk, Ah, nk, 0);
-        for (int i = 0; i < nq; i++)
-            softmax_row(nk, scale, Ah + (size_t)i * nk, Ah + (size_t)i * nk);
-        // O_h (nq, dh) = A_h V_h
-        ATTN_GEMM_NN(nq, dh, nk, Ah, nk, V + c0, ldv, O + c0, ldo, 0);
-    }
-}
-
-void CLEF_KNAME(attention_bwd)(int nq, int nk, int heads, int dh,
-                               const float *Q, int ldq, const float *K, int ldk,
-                               const float *V, int ldv, const float *A,
-                               const float *dO, int lddo, float *dQ, int lddq,
-                               float *dK, int lddk, float *dV, int lddv,
-                               float *scratch)
-{
-    CLEF_NARROW(nk <= 8 && dh <= ATTN_SMALL_DH,
-                clef_f32_attention_bwd__avx2(nq, nk, heads, dh, Q, ldq, K, ldk, V, ldv, A,
-                                             dO, lddo, dQ, lddq, dK, lddk, dV, lddv,
-                                             scratch));
-    int g = attn_small_group(nk, heads, dh);
-    if (g > 0) {
-        attn_bwd_small(nq, nk, heads, dh, g, Q, ldq, K, ldk, V, ldv, A, dO,
-                       lddo, dQ, lddq, dK, lddk, dV, lddv);
-        return;
-    }
-    float scale = attn_scale(dh);
-    float *dS = scratch; // (nq, nk): dA, then dS in place
-    for (int h = 0; h < heads; h++) {
-        const float *Ah = A + (size_t)h * nq * nk; // (nq, nk)
-        int c0 = h * dh;
-        ATTN_GEMM_NT(nq, nk, dh, dO + c0, lddo, V + c0, ldv, dS, nk, 0);
-        ATTN_GEMM_TN(nk, dh, nq, Ah, nk, dO + c0, lddo, dV + c0, lddv, 1);
-        for (int i = 0; i < nq; i++) {
-            size_t o = (size_t)i * nk;
-            softmax_bwd_row(nk, scale, Ah + o, dS + o, dS + o, 0);
-        }
-        ATTN_GEMM_NN(nq, dh, nk, dS, nk, K + c0, ldk, dQ + c0, lddq, 1);
-        ATTN_GEMM_TN(nk, dh, nq, dS, nk, Q + c0, ldq, dK + c0, lddk, 1);
-    }
-}

@@ -111,17 +111,3 @@ static double loss_question_v(int n, int score, const float *z, const float *y,
     return share;
 }
 
-void CLEF_KNAME(loss)(int nq, const int *off, const int *is_score,
-                      const float *z, const float *y, const clef_loss_args *a,
-                      float *p, float *dz, double *loss)
-{
-    double total = 0.0;
-    for (int q = 0; q < nq; q++) {
-        int o = off[q], n = off[q + 1] - off[q];
-        if (n <= 0)
-            continue;
-        int score = is_score ? is_score[q] != 0 : 0;
-        total += loss_question_v(n, score, z + o, y + o, a, p + o, dz + o);
-    }
-    *loss += total;
-}

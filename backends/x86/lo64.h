@@ -5,9 +5,9 @@
 // "load of misaligned address"). memcpy through a double says the same
 // thing without the alignment claim; GCC and Clang emit the same single
 // movsd / movq / movlps for it. Included by backends/avx2/vec.h and
-// backends/avx2/tmpl_gemm.h (so the AVX-512 GEMM too); baseline SSE2 only.
-#ifndef CLEF_AVX2_LO64_H
-#define CLEF_AVX2_LO64_H
+// backends/x86/tmpl_gemm.h (so the AVX-512 GEMM too); baseline SSE2 only.
+#ifndef CLEF_X86_LO64_H
+#define CLEF_X86_LO64_H
 
 #include <immintrin.h>
 #include <string.h>

@@ -10,6 +10,11 @@
 //                             rows beyond mr may be written too: c is a
 //                             scratch tile then, unless GEMM_UKR_ROWS_EXACT
 //                             says it writes exactly mr rows)
+//   GEMM_DOT_R                rows of A per dot-product tile of the small nt
+//                             path (GEMM_DOT_R × 4 vector accumulators)
+//   GEMM_ROWS_2V_MAX          rows side by side in a two-vector row kernel:
+//                             2·R accumulators + 2 B vectors + a broadcast
+//                             must fit the register file
 // and includes vec.h first.
 //
 // Structure (Goto/BLIS): for each KC block of the reduction, pack all of
@@ -45,7 +50,7 @@
 
 #include "kernels.h"
 #include "cpu/cpu.h"
-#include "lo64.h"
+#include "backends/x86/ymm.h"
 
 typedef struct gemm_blocking {
     int kc, mc, nc;
@@ -76,28 +81,6 @@ static gemm_blocking gemm_blocking_get(void)
     return b;
 }
 
-#include "tmpl_transpose.h"
-
-static inline __m256i gemm_mask8(int n)
-{
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// The first ns (< 8) lanes of v at d (ms: gemm_mask8(ns)). With AVX-512VL
-// a k-masked store: AVX2's vmaskmovps store is microcoded on AMD cores and
-// took most of pack_rows' time for the 14-row A panels (6 of 14 rows masked).
-static inline void pack_store_part(float *d, __m256i ms, int ns, __m256 v)
-{
-#if defined(__AVX512VL__)
-    (void)ms;
-    _mm256_mask_storeu_ps(d, (__mmask8)((1u << ns) - 1), v);
-#else
-    (void)ns;
-    _mm256_maskstore_ps(d, ms, v);
-#endif
-}
-
 // Panel of width W from a source whose panel index runs along ROWS:
 //   dst (kc, W)[k][i] = src[i·ld + k] for i < w, 0 for w ≤ i < W.
 static void pack_rows(int W, int w, int kc, const float *src, int ld, float *dst)
@@ -106,20 +89,20 @@ static void pack_rows(int W, int w, int kc, const float *src, int ld, float *dst
     for (; i0 < w; i0 += 8) {
         int ni = w - i0 < 8 ? w - i0 : 8;    // valid source rows
         int ns = W - i0 < 8 ? W - i0 : 8;    // lanes stored
-        __m256i ms = gemm_mask8(ns);
+        v8i ms = v8_first_i(ns); // for the partial stores (vec.h)
         int k = 0;
         for (; k + 8 <= kc; k += 8) {
-            __m256 r[8];
+            v8f r[8];
             for (int i = 0; i < 8; i++)
-                r[i] = i < ni ? _mm256_loadu_ps(src + (size_t)(i0 + i) * ld + k)
-                              : _mm256_setzero_ps();
+                r[i] = i < ni ? v8_load(src + (size_t)(i0 + i) * ld + k)
+                              : v8_zero();
             transpose8(r);
             for (int j = 0; j < 8; j++) {
                 float *d = dst + (size_t)(k + j) * W + i0;
                 if (ns == 8)
-                    _mm256_storeu_ps(d, r[j]);
+                    v8_store(d, r[j]);
                 else
-                    pack_store_part(d, ms, ns, r[j]);
+                    v8_storen_mask(d, ms, ns, r[j]);
             }
         }
         for (; k < kc; k++)
@@ -600,7 +583,6 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
 // option or question rows against a large weight: bandwidth-bound). Every
 // element sums K in VW-wide chunks, then the masked tail, then one
 // horizontal sum, whatever R, NB or the thread count.
-#define GEMM_DOT_R (VW >= 16 ? 6 : 2) // 6x4 = 24 zmm / 2x4 = 8 ymm accumulators
 #define GEMM_DOT(R, NB)                                                        \
     static void dot_##R##x##NB(int K, const float *A, int lda, const float *B, \
                                int ldb, float *C, int ldc, int accum)          \
@@ -701,38 +683,38 @@ static inline void rs_st(float *p, vf v, int w, int accum)
 }
 
 // the first n (clamped to 0..4) floats of p in an xmm, the rest zero
-static inline __m128 v8_lo4(const float *p, int n)
+static inline v4f v8_lo4(const float *p, int n)
 {
     switch (n < 0 ? 0 : n > 4 ? 4 : n) {
     case 4:
-        return _mm_loadu_ps(p);
+        return v4_load(p);
     case 3:
-        return _mm_movelh_ps(clef_load2f(p), _mm_load_ss(p + 2));
+        return v4_movelh(v4_load2(p), v4_load1(p + 2));
     case 2:
-        return clef_load2f(p);
+        return v4_load2(p);
     case 1:
-        return _mm_load_ss(p);
+        return v4_load1(p);
     default:
-        return _mm_setzero_ps();
+        return v4_zero();
     }
 }
 
 // the first n (≤ 4) lanes of x to p
-static inline void gemm_st4n(float *p, __m128 x, int n)
+static inline void gemm_st4n(float *p, v4f x, int n)
 {
     switch (n) {
     case 4:
-        _mm_storeu_ps(p, x);
+        v4_store(p, x);
         break;
     case 3:
-        clef_store2f(p, x);
-        _mm_store_ss(p + 2, _mm_movehl_ps(x, x));
+        v4_store2(p, x);
+        v4_store1(p + 2, v4_movehl(x, x));
         break;
     case 2:
-        clef_store2f(p, x);
+        v4_store2(p, x);
         break;
     default:
-        _mm_store_ss(p, x);
+        v4_store1(p, x);
         break;
     }
 }
@@ -744,31 +726,31 @@ static inline void gemm_st4n(float *p, __m128 x, int n)
                             const float *B, int ldb, float *C, int ldc, int w, \
                             int accum)                                         \
     {                                                                          \
-        __m128 s[R];                                                           \
+        v4f s[R];                                                           \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =             \
-            _mm_setzero_ps();                                                  \
+            v4_zero();                                                  \
         if (w == 4) {                                                          \
             for (int k = 0; k < K; k++) {                                      \
-                __m128 b = _mm_loadu_ps(B + (size_t)k * ldb);                  \
+                v4f b = v4_load(B + (size_t)k * ldb);                  \
                 const float *a = A + k * sak;                                  \
                 _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =     \
-                    _mm_fmadd_ps(_mm_set1_ps(a[r * sai]), b, s[r]);            \
+                    v4_fma(v4_set1(a[r * sai]), b, s[r]);            \
             }                                                                  \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
                 float *c = C + (size_t)r * ldc;                                \
-                _mm_storeu_ps(c, accum ? _mm_add_ps(_mm_loadu_ps(c), s[r]) : s[r]); \
+                v4_store(c, accum ? v4_add(v4_load(c), s[r]) : s[r]); \
             }                                                                  \
             return;                                                            \
         }                                                                      \
         for (int k = 0; k < K; k++) {                                          \
-            __m128 b = v8_lo4(B + (size_t)k * ldb, w);                         \
+            v4f b = v8_lo4(B + (size_t)k * ldb, w);                         \
             const float *a = A + k * sak;                                      \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =         \
-                _mm_fmadd_ps(_mm_set1_ps(a[r * sai]), b, s[r]);                \
+                v4_fma(v4_set1(a[r * sai]), b, s[r]);                \
         }                                                                      \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                  \
             float *c = C + (size_t)r * ldc;                                    \
-            gemm_st4n(c, accum ? _mm_add_ps(v8_lo4(c, w), s[r]) : s[r], w);    \
+            gemm_st4n(c, accum ? v4_add(v8_lo4(c, w), s[r]) : s[r], w);    \
         }                                                                      \
     }
 
@@ -804,8 +786,8 @@ static inline void gemm_st4n(float *p, __m128 x, int n)
             vf_zero();                                                         \
         for (int k = 0; k < K; k++) {                                          \
             const float *bk = B + (size_t)k * ldb, *pk = pf + (size_t)k * ldb; \
-            _mm_prefetch((const char *)pk, _MM_HINT_T0);                       \
-            _mm_prefetch((const char *)(pk + VW), _MM_HINT_T0);                \
+            v_prefetch(pk);                                                        \
+            v_prefetch(pk + VW);                                                   \
             vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);                  \
             const float *a = A + k * sak;                                      \
             _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {              \
@@ -842,9 +824,6 @@ typedef void (*gemm_rows_pf_fn)(int K, const float *A, size_t sai, size_t sak,
 static const gemm_rows_pf_fn rows_2v[13] = {
     NULL,      rows_2v_1, rows_2v_2, rows_2v_3,  rows_2v_4,  rows_2v_5, rows_2v_6,
     rows_2v_7, rows_2v_8, rows_2v_9, rows_2v_10, rows_2v_11, rows_2v_12};
-// rows side by side in a two-vector row kernel: 2·R accumulators + 2 B
-// vectors + a broadcast must fit the register file (16 ymm, 32 zmm)
-#define GEMM_ROWS_2V_MAX (VW >= 16 ? 12 : 4)
 
 // R rows (≤ GEMM_ROWS_2V_MAX) × one strip of w (≤ 2·VW) columns, through the
 // row kernel of the strip's width; the one-vector kernels hold at most 8 rows.
@@ -1035,35 +1014,35 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
     if (K <= 4) // 4 rows of B at a time through a 4x4 register transpose
         for (; j + 4 <= N; j += 4) {
             const float *b0 = B + (size_t)j * ldb;
-            __m128 r0 = v8_lo4(b0, K), r1 = v8_lo4(b0 + ldb, K);
-            __m128 r2 = v8_lo4(b0 + 2 * (size_t)ldb, K), r3 = v8_lo4(b0 + 3 * (size_t)ldb, K);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            v4f r0 = v8_lo4(b0, K), r1 = v8_lo4(b0 + ldb, K);
+            v4f r2 = v8_lo4(b0 + 2 * (size_t)ldb, K), r3 = v8_lo4(b0 + 3 * (size_t)ldb, K);
+            V4_TRANSPOSE(r0, r1, r2, r3);
             float *d = bt + j;
             switch (K) { // rows k ≥ K of the transpose are zero: not stored
             case 4:
-                _mm_storeu_ps(d + 3 * (size_t)N, r3);
+                v4_store(d + 3 * (size_t)N, r3);
                 /* fall through */
             case 3:
-                _mm_storeu_ps(d + 2 * (size_t)N, r2);
+                v4_store(d + 2 * (size_t)N, r2);
                 /* fall through */
             case 2:
-                _mm_storeu_ps(d + (size_t)N, r1);
+                v4_store(d + (size_t)N, r1);
                 /* fall through */
             default:
-                _mm_storeu_ps(d, r0);
+                v4_store(d, r0);
             }
         }
     else if (K <= 8) // 8 rows of B at a time through an 8x8 register transpose
         for (; j + 8 <= N; j += 8) {
-            __m256 r[8];
+            v8f r[8];
             for (int i = 0; i < 8; i++) {
                 const float *row = B + (size_t)(j + i) * ldb;
-                r[i] = K == 8 ? _mm256_loadu_ps(row)
-                              : _mm256_set_m128(v8_lo4(row + 4, K - 4), v8_lo4(row, K));
+                r[i] = K == 8 ? v8_load(row)
+                              : v8_hilo(v8_lo4(row + 4, K - 4), v8_lo4(row, K));
             }
             transpose8(r);
             for (int k = 0; k < K; k++)
-                _mm256_storeu_ps(bt + (size_t)k * N + j, r[k]);
+                v8_store(bt + (size_t)k * N + j, r[k]);
         }
     for (; j < N; j++)
         for (int k = 0; k < K; k++)

@@ -66,34 +66,3 @@ __attribute__((always_inline)) static inline vf gelu_grad_v(vf x)
 }
 #endif
 
-void CLEF_KNAME(gelu_fwd)(size_t n, const float *x, float *y)
-{
-    size_t i = 0;
-    for (; i + VW <= n; i += VW)
-        vf_store(y + i, gelu_fwd_v(vf_load(x + i)));
-    if (i < n)
-        vf_storen(y + i, gelu_fwd_v(vf_loadn(x + i, (int)(n - i))), (int)(n - i));
-}
-
-void CLEF_KNAME(gelu_bwd)(size_t n, const float *x, const float *dy, float *dx)
-{
-    size_t i = 0;
-    for (; i + VW <= n; i += VW) {
-        vf g = vf_mul(vf_load(dy + i), gelu_grad_v(vf_load(x + i)));
-        vf_store(dx + i, vf_add(vf_load(dx + i), g));
-    }
-    if (i < n) {
-        int t = (int)(n - i);
-        vf g = vf_mul(vf_loadn(dy + i, t), gelu_grad_v(vf_loadn(x + i, t)));
-        vf_storen(dx + i, vf_add(vf_loadn(dx + i, t), g), t);
-    }
-}
-
-void CLEF_KNAME(erf)(size_t n, const float *x, float *y)
-{
-    size_t i = 0;
-    for (; i + VW <= n; i += VW)
-        vf_store(y + i, vf_erf(vf_load(x + i)));
-    if (i < n)
-        vf_storen(y + i, vf_erf(vf_loadn(x + i, (int)(n - i))), (int)(n - i));
-}

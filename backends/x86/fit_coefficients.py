@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Reproduces the polynomial coefficients of the vector erf / Φ / φ code:
-backends/avx2/tmpl_math.h and backends/avx512/gelu_lut.h.
+backends/x86/tmpl_math.h and backends/avx512/gelu_lut.h.
 
 Every fit is a weighted (relative-error) least-squares fit in double on
 Chebyshev nodes, rounded to float; the printed error is the float-evaluated
 (Horner, no FMA) relative error on a dense grid. Needs python3-numpy.
 
-    /usr/bin/python3 backends/avx2/fit_coefficients.py [erf|erfcx|tail|erfcx16|lut32]
+    /usr/bin/python3 backends/x86/fit_coefficients.py [erf|erfcx|tail|erfcx16|lut32]
 """
 import math
 import sys
