@@ -1,5 +1,5 @@
 // The vector erf of the ISA backends (clef_f32_erf__avx2, clef_f32_erf__avx512,
-// backends/avx2/tmpl_math.h) against double-precision erf, and the GELU
+// backends/x86/tmpl_math.h) against double-precision erf, and the GELU
 // kernels built on it against the scalar reference (double-evaluated).
 //
 // erf sweep: every 1021st float bit pattern (both signs, all exponents:

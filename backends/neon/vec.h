@@ -12,7 +12,7 @@
 //      so e^{−u²} keeps full relative accuracy. Φ(x) = erfc(−x/√2)/2 is
 //      relative-accurate in the lower tail (no 1 + erf cancellation).
 //      Coefficients: weighted least-squares fits against double erf/erfc
-//      (the same fits as backends/avx2/tmpl_math.h, so every ISA rounds the
+//      (the same fits as backends/x86/tmpl_math.h, so every ISA rounds the
 //      same polynomials).
 #ifndef CLEF_NEON_VEC_H
 #define CLEF_NEON_VEC_H

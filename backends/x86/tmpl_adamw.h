@@ -32,11 +32,10 @@ static inline void adamw_v(float *theta, const float *g, float *m, float *v,
 // Takes θ's cache lines for writing, one store per line, before the update
 // writes them. When the other core has just read them (the forward and
 // backward read weights on every thread), each line must first be
-// invalidated there: stalled behind AdamW's other loads and stores, that made
-// W_m's AdamW take 2.1 ms per mid batch-8 update on two vCPUs apart, against
-// 0.2 ms on one; a pass of nothing but these stores overlaps the
-// invalidations (0.3-0.4 ms; docs/DESIGN.md, clef-bench --handoff). It
-// rewrites the value it reads: no result changes.
+// invalidated there, and stalled behind AdamW's other loads and stores each
+// invalidation waits in turn; a pass of nothing but these stores overlaps
+// them (docs/PERF-NOTES.md, "Threads"; clef-bench --handoff). It rewrites
+// the value it reads: no result changes.
 static inline void adamw_claim(float *theta, size_t n)
 {
     volatile float *p = theta;

@@ -7,8 +7,8 @@
 // Columns [c, c + w) of db += Σ_rows dy: each column's sum starts from zero
 // in acc (L1) and takes the rows in order, row-major. Walking 4-vector column
 // blocks down the rows instead (sums in registers) crossed B·T × w of
-// memory-norm gradient once per block, a row apart: 0.19 ms for 2 MB at mid
-// batch 4, with the other thread waiting.
+// memory-norm gradient once per block, a row apart, with the other thread
+// waiting (docs/PERF-NOTES.md, "Threads").
 #define COLSUM_W 2048 // columns per block: 8 KiB of sums
 static void colsum_cols(int rows, int n, int c, int w, const float *dy,
                         float *db)

@@ -254,10 +254,8 @@ typedef struct gemm_bufs {
 // Threads share nothing: each packs all of A for itself and the B panels of
 // its own output columns, so the loops have no barrier. Packing A twice
 // costs less than waiting: with A packed half by each thread, the tiles read
-// the other half from the other core, three barriers per NC block made a
-// released 2-thread update wait 6 % of its time, and one per KC block still
-// left mid updates 3 % slower whenever the two vCPUs traded cache lines
-// slowly.
+// the other half from the other core and the threads met at barriers
+// (docs/PERF-NOTES.md, "GEMM paths").
 static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
                               int K, const float *A, int lda, const float *B,
                               int ldb, float *C, int ldc, int accumulate,
@@ -1056,13 +1054,9 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
 // nt and nn with at most this many rows skip packing: packing the large B
 // (a weight) costs as much as the product itself when C has a few dozen rows
 // (the batch's questions and options), and the skinny kernels read B in
-// memory order. Released head, 2 threads: batch 4 1.52 -> 1.68 updates/s
-// with 47; 48 (batch 4 × 12 options) skinny too, alternated in one process:
-// +2 % on 2 threads, +5 % on 1. Up to 96: on 2 threads each thread of a
-// one-KC packed product packs the whole weight, so mid batch 8 and 16 (96
-// option rows; 64 question rows) gained 4-7 % on 2 threads, and 1 thread
-// (mid 16, released 8) 1 % (avx512; the avx2 file keeps the packed path,
-// unmeasured here).
+// memory order; on 2 threads each thread of a one-KC packed product would
+// also pack the whole weight. The bound of 96 rows and what it gained:
+// docs/PERF-NOTES.md, "GEMM paths".
 #define GEMM_SKINNY_M 96
 static inline int gemm_is_skinny(int M) { return M <= GEMM_SKINNY_M; }
 
