@@ -40,12 +40,15 @@ int cli_kernels(const char *name, clef_kernels *out, clef_err *err)
     return 0;
 }
 
-// The count in use, set once by cli_set_threads (0: not yet).
-static int threads_in_use;
+// The count in use on this thread, set by cli_set_threads (0: not yet), and
+// the first core its team binds to (a sweep's workers each have their own).
+static _Thread_local int threads_in_use, first_core;
+
+void cli_set_first_core(int core) { first_core = core; }
 
 void cli_set_threads(int n)
 {
-    threads_in_use = clef_threads_setup(n);
+    threads_in_use = clef_threads_setup_at(n, first_core);
 }
 
 int cli_threads(void)

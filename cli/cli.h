@@ -17,6 +17,7 @@ int cli_score(int argc, char **argv);
 int cli_validate(int argc, char **argv);
 int cli_fixture(int argc, char **argv);
 int cli_inspect(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
 // Python commands (cli/pytool.c): execv the interpreter on the script.
 int cli_capture(int argc, char **argv);
 int cli_report(int argc, char **argv);
@@ -53,6 +54,8 @@ int cli_kernels(const char *name, clef_kernels *out, clef_err *err);
 // Sets the thread count: --threads n, or (n <= 0) CLEF_NUM_THREADS,
 // OMP_NUM_THREADS, the physical cores (scheduler/threads.h).
 void cli_set_threads(int n);
+// The physical core the calling thread's next cli_set_threads team starts at.
+void cli_set_first_core(int core);
 int cli_threads(void);
 // Prints the backends this build carries ("kernels: ...").
 void cli_print_backends(void);

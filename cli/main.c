@@ -9,6 +9,7 @@ static const char *usage =
     "\n"
     "commands:\n"
     "  train     train a head on a package's train records\n"
+    "  sweep     many trainings over one shared package, with a leaderboard\n"
     "  score     print one ranked reply per question (JSON lines)\n"
     "  validate  check a package against every rule and summarise it\n"
     "  fixture   write a synthetic package (the seed walkthrough's)\n"
@@ -38,6 +39,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "train"))
         return cli_train(argc - 2, argv + 2);
+    if (!strcmp(cmd, "sweep"))
+        return cli_sweep(argc - 2, argv + 2);
     if (!strcmp(cmd, "score"))
         return cli_score(argc - 2, argv + 2);
     if (!strcmp(cmd, "validate"))

@@ -36,7 +36,9 @@ typedef struct train_run {
     clef_train_opts o;
     clef_kernels ktab; // --backend's table
     const clef_kernels *k;
-    clef_package pkg;
+    const clef_package *pkg; // own_pkg, or a sweep's shared package
+    clef_package own_pkg;
+    int shared;              // pkg is not ours: no frozen check, no print
     clef_head hd;
     clef_ws *ws;
     train_plan plan;
@@ -72,7 +74,7 @@ static int same_path_text(const char *a, const char *b)
 static int load_head(train_run *t, clef_err *err)
 {
     const train_cfg *c = &t->c;
-    const clef_config *cfg = &t->pkg.cfg;
+    const clef_config *cfg = &t->pkg->cfg;
     int rc;
     if (c->resume) {
         clef_st_file f; // read once: the bits restored are the bits checked
@@ -84,12 +86,12 @@ static int load_head(train_run *t, clef_err *err)
             return rc;
         }
         const char *sha = clef_st_meta_get(&f, "package_sha256");
-        if (!sha || !clef_sha256_equal(sha, t->pkg.sha256))
+        if (!sha || !clef_sha256_equal(sha, t->pkg->sha256))
             rc = clef_err_input(err, c->resume, NULL,
                                 "__metadata__.package_sha256",
                                 "the checkpoint belongs to package %s, not "
                                 "to this one (%s)", sha ? sha : "(none)",
-                                t->pkg.sha256);
+                                t->pkg->sha256);
         if (!rc)
             rc = cli_train_check_resume(c, c->resume,
                                         clef_st_meta_get(&f, "train"), err);
@@ -99,14 +101,14 @@ static int load_head(train_run *t, clef_err *err)
         clef_st_close(&f);
         return rc;
     }
-    const char *path = c->init ? c->init : t->pkg.init_path;
+    const char *path = c->init ? c->init : t->pkg->init_path;
     if (!path) {
         if ((rc = clef_head_alloc(&t->hd, cfg, err)))
             return rc;
         clef_head_init_random(&t->hd, c->seed);
         return 0;
     }
-    const char *pin = c->init ? NULL : t->pkg.init_sha256;
+    const char *pin = c->init ? NULL : t->pkg->init_sha256;
     if ((rc = clef_weights_load_pinned(path, pin, "initial_weights.sha256",
                                        cfg->h, &t->hd, err)))
         return rc;
@@ -147,7 +149,7 @@ static int es_load_best(train_run *t, const char *sha, clef_err *err)
     best_path(t, t->es.best_step, path, sizeof(path));
     clef_head h2;
     clef_err e2 = {0};
-    if (clef_weights_load(path, t->pkg.cfg.h, &h2, &e2))
+    if (clef_weights_load(path, t->pkg->cfg.h, &h2, &e2))
         return clef_err_input(err, path, NULL, "--resume",
                               "the checkpoint's early-stopping best weights "
                               "(step %ld) cannot be read: %s",
@@ -214,8 +216,8 @@ static int es_setup(train_run *t, clef_err *err)
     es->best_loss = INFINITY;
     if (!es->on)
         return 0;
-    if (t->pkg.nsplit[CLEF_SPLIT_VALIDATION] == 0)
-        return clef_err_input(err, t->pkg.manifest, NULL, "--patience",
+    if (t->pkg->nsplit[CLEF_SPLIT_VALIDATION] == 0)
+        return clef_err_input(err, t->pkg->manifest, NULL, "--patience",
                               "early stopping needs a record with split "
                               "\"validation\"; the package has none");
     if (!(es->best = malloc(t->hd.nparams * sizeof(float))))
@@ -281,7 +283,7 @@ static int es_write_best(train_run *t, clef_err *err)
     char path[PATH_MAX], step[32];
     best_path(t, es->best_step, path, sizeof(path));
     snprintf(step, sizeof(step), "%ld", es->best_step);
-    clef_st_meta meta[2] = {{"package_sha256", t->pkg.sha256},
+    clef_st_meta meta[2] = {{"package_sha256", t->pkg->sha256},
                             {"step", step}};
     int rc = clef_weights_save(path, &view, meta, 2, err);
     if (!rc)
@@ -322,15 +324,18 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     if (c->init && access(c->init, R_OK) != 0)
         return clef_err_input(err, c->init, NULL, "--init",
                               "cannot read the weights: %s", strerror(errno));
-    if ((rc = clef_package_read(c->manifest, c->pin, &t->pkg, err)) ||
-        (rc = clef_package_prepare(&t->pkg, t->k, err)))
-        return rc;
-    if (t->pkg.nsplit[CLEF_SPLIT_TRAIN] == 0 && c->epochs > 0)
-        return clef_err_input(err, t->pkg.manifest, NULL, "records",
+    if (!t->shared) {
+        if ((rc = clef_package_read(c->manifest, c->pin, &t->own_pkg, err)) ||
+            (rc = clef_package_prepare(&t->own_pkg, t->k, err)))
+            return rc;
+        t->pkg = &t->own_pkg;
+    }
+    if (t->pkg->nsplit[CLEF_SPLIT_TRAIN] == 0 && c->epochs > 0)
+        return clef_err_input(err, t->pkg->manifest, NULL, "records",
                               "no record has split \"train\"");
     if ((rc = load_head(t, err)))
         return rc;
-    if (cli_plan_build(&t->pkg, c->batch, c->bucketed, c->seed, &t->plan))
+    if (cli_plan_build(t->pkg, c->batch, c->bucketed, c->seed, &t->plan))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     t->start_step = t->hd.step;
     t->total_steps = (long)c->epochs * t->plan.nbatches;
@@ -343,7 +348,7 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
         return rc;
     // the run dir: absent or empty, or the folder of --resume; writable
     if ((rc = cli_run_dir_check(c->run_dir, c->resume, err)) ||
-        (rc = cli_outputs_not_inputs(c, &t->pkg, err)))
+        (rc = cli_outputs_not_inputs(c, t->pkg, err)))
         return rc;
     char jdir[PATH_MAX];
     if (c->json_out)
@@ -356,8 +361,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
         snprintf(t->manifest_abs, sizeof(t->manifest_abs), "%s", c->manifest);
     // sized for the largest batch of c->batch records: packed in one pass
     clef_ws_limits lim;
-    clef_ws_limits_for(t->pkg.records, t->pkg.nrecords, c->batch, &lim);
-    t->ws = clef_ws_create_limits(&t->pkg.cfg, &lim);
+    clef_ws_limits_for(t->pkg->records, t->pkg->nrecords, c->batch, &lim);
+    t->ws = clef_ws_create_limits(&t->pkg->cfg, &lim);
     if (!t->ws)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     return cli_memory_attention(t->ws, err);
@@ -365,60 +370,9 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
 
 // ------------------------------------------------------ frozen inputs --
 
-// SHA-256 of every buffer training must never touch: E and, per record,
-// H, xhat, qvhat, ctxhat and lex. hashes: NULL to count only.
-static int frozen_hashes(const clef_package *p, char **hashes)
-{
-    int n = 0;
-    const size_t d = (size_t)p->cfg.d;
-#define HASH(buf, cnt)                                                         \
-    do {                                                                       \
-        if (hashes)                                                            \
-            clef_sha256_hex((buf), (cnt) * sizeof(float), hashes[n]);          \
-        n++;                                                                   \
-    } while (0)
-    HASH(p->E, (size_t)p->V * d);
-    for (int i = 0; i < p->nrecords; i++) {
-        const clef_record *r = &p->records[i];
-        HASH(r->H, (size_t)r->T * d);
-        HASH(r->xhat, (size_t)r->T * d);
-        HASH(r->qvhat, (size_t)r->Q * d);
-        HASH(r->ctxhat, (size_t)r->O * d);
-        HASH(r->lex, (size_t)r->O * d);
-    }
-#undef HASH
-    return n;
-}
-
-static char **alloc_hashes(int n)
-{
-    char **h = calloc((size_t)n, sizeof(char *));
-    if (!h)
-        return NULL;
-    for (int i = 0; i < n; i++)
-        if (!(h[i] = malloc(CLEF_SHA256_HEX)))
-            return NULL;
-    return h;
-}
-
-static void free_hashes(char **h, int n)
-{
-    for (int i = 0; h && i < n; i++)
-        free(h[i]);
-    free(h);
-}
-
 static int frozen_unchanged(train_run *t)
 {
-    char **now = alloc_hashes(t->nfrozen);
-    if (!now)
-        return 0;
-    frozen_hashes(&t->pkg, now);
-    int same = 1;
-    for (int i = 0; i < t->nfrozen; i++)
-        same &= !strcmp(now[i], t->frozen[i]);
-    free_hashes(now, t->nfrozen);
-    return same;
+    return cli_frozen_same(t->pkg, t->frozen, t->nfrozen);
 }
 
 // ----------------------------------------------------------- results --
@@ -559,7 +513,7 @@ static int save_checkpoint(train_run *t, clef_err *err)
     json_decref(tj);
     clef_st_meta meta[5] = {{"epoch", epoch},
                             {"position", pos},
-                            {"package_sha256", t->pkg.sha256},
+                            {"package_sha256", t->pkg->sha256},
                             {"train", train ? train : "{}"},
                             {"early_stopping", es}};
     ckpt_path(t, t->hd.step, path, sizeof(path));
@@ -694,12 +648,12 @@ static int export_parity(train_run *t, const char *path)
     clef_head h2;
     clef_err e2;
     cli_eval ev;
-    if (clef_weights_load(path, t->pkg.cfg.h, &h2, &e2))
+    if (clef_weights_load(path, t->pkg->cfg.h, &h2, &e2))
         return 0;
     int same = 0;
-    if (!cli_evaluate(t->k, &h2, &t->pkg, t->ws, &t->o, &ev, &e2)) {
+    if (!cli_evaluate(t->k, &h2, t->pkg, t->ws, &t->o, &ev, &e2)) {
         same = !memcmp(ev.z, t->after.z,
-                       ev.zoff[t->pkg.nrecords] * sizeof(float));
+                       ev.zoff[t->pkg->nrecords] * sizeof(float));
         cli_eval_free(&ev);
     }
     clef_head_free(&h2);
@@ -763,7 +717,7 @@ static int train_loop(train_run *t, clef_err *err)
         int b = t->plan.perm[s % nb];
         int n = t->plan.boff[b + 1] - t->plan.boff[b];
         for (int i = 0; i < n; i++)
-            recs[i] = &t->pkg.records[t->plan.order[t->plan.boff[b] + i]];
+            recs[i] = &t->pkg->records[t->plan.order[t->plan.boff[b] + i]];
         loss = clef_train_step(t->k, &t->hd, recs, n, t->ws, &t->o);
         if (!isfinite(loss)) {
             rc = clef_err_set(err, CLEF_ERR_RUN,
@@ -781,11 +735,11 @@ static int train_loop(train_run *t, clef_err *err)
         if (t->c.eval_every && step % t->c.eval_every == 0 &&
             (step != t->total_steps || t->es.on)) {
             cli_eval ev;
-            if ((rc = cli_evaluate_splits(t->k, &t->hd, &t->pkg, t->ws, &t->o,
+            if ((rc = cli_evaluate_splits(t->k, &t->hd, t->pkg, t->ws, &t->o,
                                           MASK_TRAIN_VALIDATION, &ev, err)))
                 break;
             json_array_append_new(t->history,
-                                  history_point(&t->pkg, step, &ev));
+                                  history_point(t->pkg, step, &ev));
             if (t->es.on)
                 es_observe(t, step, &ev);
             cli_eval_free(&ev);
@@ -841,20 +795,20 @@ static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
     json_object_set_new(j, "completed_steps", json_integer(t->hd.step));
     json_object_set_new(j, "package",
                         json_pack("{s:s, s:s}", "manifest", t->manifest_abs,
-                                  "sha256", t->pkg.sha256));
+                                  "sha256", t->pkg->sha256));
     json_object_set_new(j, "train",
                         cli_train_settings(&t->c, t->k->backend,
                                            cli_threads()));
-    if (t->pkg.provenance)
+    if (t->pkg->provenance)
         json_object_set_new(j, "provenance",
-                            json_loads(t->pkg.provenance, 0, NULL));
+                            json_loads(t->pkg->provenance, 0, NULL));
     if (t->before.z && t->after.z)
         json_object_set_new(j, "metrics",
-                            metrics_json(&t->pkg, &t->before, &t->after));
+                            metrics_json(t->pkg, &t->before, &t->after));
     json_object_set_new(j, "early_stopping", es_json(t));
     json_object_set_new(j, "history", json_incref(t->history));
     if (t->after.z)
-        json_object_set_new(j, "records", records_json(&t->pkg, &t->after));
+        json_object_set_new(j, "records", records_json(t->pkg, &t->after));
     if (checks)
         json_object_set_new(
             j, "checks",
@@ -896,11 +850,11 @@ static int final_history_point(train_run *t, const cli_eval *ev,
         return 0;
     cli_eval own;
     int rc = 0;
-    if (!ev && (rc = cli_evaluate_splits(t->k, &t->hd, &t->pkg, t->ws, &t->o,
+    if (!ev && (rc = cli_evaluate_splits(t->k, &t->hd, t->pkg, t->ws, &t->o,
                                          MASK_TRAIN_VALIDATION, &own, err)))
         return rc;
     json_array_append_new(t->history,
-                          history_point(&t->pkg, t->hd.step, ev ? ev : &own));
+                          history_point(t->pkg, t->hd.step, ev ? ev : &own));
     if (!ev)
         cli_eval_free(&own);
     return 0;
@@ -909,10 +863,10 @@ static int final_history_point(train_run *t, const cli_eval *ev,
 // Every record, test included, with the weights that are exported.
 static int evaluate_after(train_run *t, clef_err *err)
 {
-    int rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &t->after, err);
+    int rc = cli_evaluate(t->k, &t->hd, t->pkg, t->ws, &t->o, &t->after, err);
     if (rc)
         return rc;
-    for (long i = 0; i < (long)t->after.zoff[t->pkg.nrecords]; i++)
+    for (long i = 0; i < (long)t->after.zoff[t->pkg->nrecords]; i++)
         if (!isfinite(t->after.z[i]))
             return clef_err_set(err, CLEF_ERR_RUN,
                                 "non-finite logit after training");
@@ -928,11 +882,11 @@ static int run(train_run *t, clef_err *err)
     char wpath[PATH_MAX + 32];
     const char *weights = NULL;
     const int es = t->es.on;
-    if ((rc = cli_evaluate(t->k, &t->hd, &t->pkg, t->ws, &t->o, &t->before,
+    if ((rc = cli_evaluate(t->k, &t->hd, t->pkg, t->ws, &t->o, &t->before,
                            err)))
         goto out;
     json_array_append_new(t->history,
-                          history_point(&t->pkg, t->hd.step, &t->before));
+                          history_point(t->pkg, t->hd.step, &t->before));
     if ((rc = train_loop(t, err)))
         goto out;
     if (!es && ((rc = evaluate_after(t, err)) ||
@@ -949,13 +903,13 @@ static int run(train_run *t, clef_err *err)
     if (es && (rc = evaluate_after(t, err)))
         goto out;
     snprintf(wpath, sizeof(wpath), "%s/weights.safetensors", t->c.run_dir);
-    clef_st_meta meta[2] = {{"package_sha256", t->pkg.sha256},
-                            {"provenance", t->pkg.provenance}};
-    if ((rc = clef_weights_save(wpath, &t->hd, meta, t->pkg.provenance ? 2 : 1,
+    clef_st_meta meta[2] = {{"package_sha256", t->pkg->sha256},
+                            {"provenance", t->pkg->provenance}};
+    if ((rc = clef_weights_save(wpath, &t->hd, meta, t->pkg->provenance ? 2 : 1,
                                 err)))
         goto out;
     weights = wpath;
-    checks[0] = frozen_unchanged(t);
+    checks[0] = t->shared || frozen_unchanged(t); // a sweep checks once
     checks[2] = export_parity(t, wpath);
     static const char *names[3] = {"frozen_inputs_unchanged",
                                    "checkpoint_reload", "export_parity"};
@@ -996,59 +950,75 @@ static void print_summary(const train_run *t)
            t->run_abs, t->run_abs);
 }
 
-int cli_train(int argc, char **argv)
+// The run after prepare(): frozen hashes, the run dir, training.
+static int train_prepared(train_run *t, clef_err *err)
 {
-    if (cli_wants_help(argc, argv)) {
-        fputs(cli_train_help, stdout);
-        return 0;
+    t->history = json_array();
+    if (!t->history)
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    if (!t->shared) {
+        t->nfrozen = cli_frozen_hashes(t->pkg, NULL);
+        if (!(t->frozen = cli_alloc_hashes(t->nfrozen)))
+            return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+        cli_frozen_hashes(t->pkg, t->frozen);
     }
-    train_run *t = calloc(1, sizeof(*t));
-    if (!t) {
-        fprintf(stderr, "clef train: out of memory\n");
-        return CLEF_ERR_RUN;
-    }
-    t->t0 = cli_now();
-    clef_err err = {0};
-    int rc = prepare(t, argc, argv, &err);
-    if (!rc) {
-        t->nfrozen = frozen_hashes(&t->pkg, NULL);
-        t->frozen = alloc_hashes(t->nfrozen);
-        t->history = json_array();
-        if (!t->frozen || !t->history)
-            rc = clef_err_set(&err, CLEF_ERR_RUN, "out of memory");
-        else
-            frozen_hashes(&t->pkg, t->frozen);
-    }
-    if (!rc && cli_mkdirs(t->c.run_dir) != 0)
-        rc = clef_err_set(&err, CLEF_ERR_RUN, "%s: cannot create: %s",
-                          t->c.run_dir, strerror(errno));
-    if (!rc) {
-        cli_remove_stale_temps(t->c.run_dir); // of interrupted writes
-        if (history_init(t))
-            rc = clef_err_set(&err, CLEF_ERR_RUN, "out of memory");
-    }
-    if (!rc) {
-        if (!realpath(t->c.run_dir, t->run_abs))
-            snprintf(t->run_abs, sizeof(t->run_abs), "%s", t->c.run_dir);
-        rc = run(t, &err);
-    }
-    if (rc)
-        cli_fail("train", &err);
-    else
-        print_summary(t);
+    if (cli_mkdirs(t->c.run_dir) != 0)
+        return clef_err_set(err, CLEF_ERR_RUN, "%s: cannot create: %s",
+                            t->c.run_dir, strerror(errno));
+    cli_remove_stale_temps(t->c.run_dir); // of interrupted writes
+    if (history_init(t))
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    if (!realpath(t->c.run_dir, t->run_abs))
+        snprintf(t->run_abs, sizeof(t->run_abs), "%s", t->c.run_dir);
+    return run(t, err);
+}
+
+static void train_run_free(train_run *t)
+{
     json_decref(t->history);
     free(t->hist);
     free(t->hbest);
     free(t->es.best);
     free(t->es.meta);
-    free_hashes(t->frozen, t->nfrozen);
+    cli_free_hashes(t->frozen, t->nfrozen);
     cli_eval_free(&t->before);
     cli_eval_free(&t->after);
     cli_plan_free(&t->plan);
     if (t->ws)
         clef_ws_free(t->ws);
     clef_head_free(&t->hd);
-    clef_package_free(&t->pkg);
+    if (!t->shared)
+        clef_package_free(&t->own_pkg);
     free(t);
+}
+
+int cli_train_with(int argc, char **argv, const clef_package *shared,
+                   int check_only, clef_err *err)
+{
+    train_run *t = calloc(1, sizeof(*t));
+    if (!t)
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    t->t0 = cli_now();
+    t->shared = shared != NULL;
+    t->pkg = shared;
+    int rc = prepare(t, argc, argv, err);
+    if (!rc && !check_only)
+        rc = train_prepared(t, err);
+    if (!rc && !shared && !check_only)
+        print_summary(t);
+    train_run_free(t);
+    return rc;
+}
+
+int cli_train(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) {
+        fputs(cli_train_help, stdout);
+        return 0;
+    }
+    clef_err err = {0};
+    int rc = cli_train_with(argc, argv, NULL, 0, &err);
+    if (rc)
+        cli_fail("train", &err);
     return rc;
 }

@@ -20,6 +20,14 @@ typedef struct train_cfg {
 } train_cfg;
 
 extern const char *cli_train_help;
+// One `clef train` with these flags. shared: a package already read,
+// checked and prepared (a sweep's, with the same --package and --backend),
+// used read-only instead of reading --package; the frozen-input check is
+// then the caller's and nothing is printed. check_only: everything that can
+// exit 2, then stop (nothing written). Returns the exit code; *err the why.
+struct clef_package;
+int cli_train_with(int argc, char **argv, const struct clef_package *shared,
+                   int check_only, clef_err *err);
 int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err);
 void cli_train_opts(const train_cfg *c, clef_train_opts *o);
 // The settings as JSON (FORMATS.md "train"); backend NULL leaves out backend
@@ -29,6 +37,16 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
 // A resumed run must keep the checkpoint's update settings.
 int cli_train_check_resume(const train_cfg *c, const char *ckpt,
                            const char *train_json, clef_err *err);
+
+// ---- frozen inputs (cli/frozen.c) ----
+// SHA-256 (hex) of every buffer training must never touch: E and, per
+// record, H, xhat, qvhat, ctxhat and lex, into hashes (NULL: count only).
+// Returns the count.
+int cli_frozen_hashes(const struct clef_package *p, char **hashes);
+char **cli_alloc_hashes(int n); // n hex buffers, or NULL
+void cli_free_hashes(char **h, int n);
+// 1 when the n digests of p now equal ref.
+int cli_frozen_same(const struct clef_package *p, char **ref, int n);
 
 // ---- evaluation of some splits (cli/eval.c) ----
 // cli_evaluate on the records whose split is in mask (1 << CLEF_SPLIT_*);

@@ -445,8 +445,8 @@ void clef_st_close(clef_st_file *f)
     for (int i = 0; i < f->ntensors; i++)
         free(f->tensors[i].name);
     for (int i = 0; i < f->nmeta; i++) {
-        free(f->meta[i].key);
-        free(f->meta[i].value);
+        free((char *)f->meta[i].key);
+        free((char *)f->meta[i].value);
     }
     free(f->tensors);
     free(f->meta);

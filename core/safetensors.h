@@ -29,7 +29,7 @@ typedef struct clef_st_tensor {
 } clef_st_tensor;
 
 typedef struct clef_st_meta {
-    char *key, *value;
+    const char *key, *value; // owned (freed) when read from a file
 } clef_st_meta;
 
 typedef struct clef_st_file {

@@ -23,7 +23,7 @@ static int env_count(const char *name)
 #ifndef CLEF_HAVE_HWLOC
 // Without hwloc: every processor OpenMP sees counts, and threads are not bound.
 static int physical_cores(void) { return omp_get_num_procs(); }
-static void bind_threads(int n) { (void)n; }
+static void bind_threads(int n, int first) { (void)n; (void)first; }
 #else
 static int physical_cores(void)
 {
@@ -63,8 +63,8 @@ int clef_threads_resolve(int requested, const char **source)
 
 
 #ifdef CLEF_HAVE_HWLOC
-// Binds each OpenMP thread of a team of n to one physical core.
-static void bind_threads(int n)
+// Binds OpenMP thread i of a team of n to physical core first + i.
+static void bind_threads(int n, int first)
 {
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo) != 0)
@@ -78,19 +78,23 @@ static void bind_threads(int n)
 #pragma omp parallel num_threads(n) reduction(+ : failed)
     {
         int i = omp_get_thread_num();
-        hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, i % cores);
+        hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE,
+                                                 (first + i) % cores);
         if (!core || hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD))
             failed++;
     }
     if (clef_verbose())
-        fprintf(stderr, "clef: %d threads bound to %d physical cores%s\n", n,
-                cores, failed ? " (binding refused for some threads)" : "");
+        fprintf(stderr, "clef: %d threads bound to physical cores %d.. of %d%s\n",
+                n, first % cores, cores,
+                failed ? " (binding refused for some threads)" : "");
 out:
     hwloc_topology_destroy(topo);
 }
 #endif
 
-int clef_threads_setup(int requested)
+int clef_threads_setup(int requested) { return clef_threads_setup_at(requested, 0); }
+
+int clef_threads_setup_at(int requested, int first_core)
 {
     const char *src;
     int n = clef_threads_resolve(requested, &src);
@@ -104,6 +108,6 @@ int clef_threads_setup(int requested)
                 "clef: %d threads (from %s) on %d hardware threads: "
                 "oversubscribed, slower; results are the same\n",
                 n, src, pus);
-    bind_threads(n);
+    bind_threads(n, first_core);
     return n;
 }

@@ -16,5 +16,9 @@ int clef_threads_resolve(int requested, const char **source);
 // i to physical core i mod cores (hwloc; more threads than cores share them).
 // Returns the count. CLEF_VERBOSE=1 prints the choice and the binding.
 int clef_threads_setup(int requested);
+// The same for a team that starts at physical core first_core: thread i on
+// core (first_core + i) mod cores (runs side by side in one process, as a
+// sweep's workers, each on cores of its own).
+int clef_threads_setup_at(int requested, int first_core);
 
 #endif
