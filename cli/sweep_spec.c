@@ -121,6 +121,11 @@ static char *setting_key(const char *s)
     for (char *p = k; p && *p; p++)
         if (*p == '_')
             *p = '-';
+    for (int i = 0; k && i < NAXIS_KEYS; i++)
+        if (!strcmp(k, axis_keys[i].abbr)) { // "wd", "ls", "clip"...
+            free(k);
+            return strdup(axis_keys[i].key);
+        }
     return k;
 }
 
@@ -308,7 +313,8 @@ static int runs_file_load(const char *path, sweep_run **out, int *nout,
         if (rc == CLEF_ERR_INPUT && !strstr(err->msg, path)) {
             char m[sizeof(err->msg)];
             snprintf(m, sizeof(m), "%s", err->msg);
-            snprintf(err->msg, sizeof(err->msg), "%s: %s", path, m);
+            snprintf(err->msg, sizeof(err->msg), "%s: %.*s", path,
+                     (int)(sizeof(m) - strlen(path) - 3), m);
         }
     }
 out:
@@ -568,7 +574,8 @@ static int check_runs(sweep_spec *s, clef_err *err)
         }
         sweep_argv_free(argv, argc);
         if (rc)
-            return clef_err_input(err, NULL, r->name, NULL, "%s", e.msg);
+            return clef_err_set(err, CLEF_ERR_INPUT, "run %s: %s", r->name,
+                                e.msg);
         for (int j = 0; j < i; j++) {
             if (!strcmp(s->runs[j].canon, r->canon))
                 return clef_err_input(err, NULL, r->name, NULL,

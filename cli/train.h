@@ -15,6 +15,7 @@ typedef struct train_cfg {
     double min_delta; // --min-delta X
     int has_min_delta;
     long fault_step; // CLEF_FAULT_NAN_STEP: a NaN parameter after this update
+    long kill_step;  // CLEF_FAULT_KILL_STEP: SIGKILL once this checkpoint is out
     double lr, b1, b2, eps, wd, max_grad_norm, smoothing, brier, ordinal;
     uint64_t seed;
 } train_cfg;

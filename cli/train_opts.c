@@ -202,6 +202,12 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
     if (fault && cli_parse_long("CLEF_FAULT_NAN_STEP", fault, 1, big,
                                 &c->fault_step, err))
         return CLEF_ERR_INPUT;
+    // (tests only) the process dies as by kill -9 right after the checkpoint
+    // of step N is written: what a sweep or a run must survive.
+    const char *kill = getenv("CLEF_FAULT_KILL_STEP");
+    if (kill && cli_parse_long("CLEF_FAULT_KILL_STEP", kill, 1, big,
+                               &c->kill_step, err))
+        return CLEF_ERR_INPUT;
     if (c->init && c->resume)
         return clef_err_input(err, NULL, NULL, "--init",
                               "cannot be combined with --resume (the "
