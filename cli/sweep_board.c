@@ -31,10 +31,10 @@ static void result_metric(const sweep_spec *s, json_t *res, sweep_result *r)
         r->metric = json_number_value(v);
     if (json_is_object(es)) {
         json_t *bs = json_object_get(es, "best_step");
-        json_t *bv = json_object_get(es, "best_validation_loss");
+        json_t *bv = json_object_get(es, "best_value"); // of --metric
         if (json_is_integer(bs))
             r->best_step = (long)json_integer_value(bs);
-        if (!s->metric_acc && json_is_number(bv))
+        if (json_is_number(bv))
             r->metric = json_number_value(bv);
         r->stopped_early = json_is_true(json_object_get(es, "stopped_early"));
     }

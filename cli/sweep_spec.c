@@ -87,6 +87,7 @@ static const struct {
     {"json-out", "each run writes DIR/runs/<name>/result.json"},
     {"resume", "a rerun of the sweep resumes its runs"},
     {"quiet", "runs are always quiet"},
+    {"metric", "the sweep's --metric"},
     {"checkpoint-every", "a bookkeeping setting"},
     {"keep-checkpoints", "a bookkeeping setting"},
 };
@@ -94,7 +95,7 @@ static const struct {
 
 // Train flags a sweep sets itself (not shared flags either).
 static const char *const own_keys[] = {"package", "threads", "run-dir",
-                                       "json-out", "resume"};
+                                       "json-out", "resume", "metric"};
 
 static int axis_index(const char *key)
 {
@@ -718,6 +719,8 @@ char **sweep_argv(const sweep_spec *s, int i, const char *run_dir,
     OWN("--run-dir");
     OWN(run_dir);
     OWN("--quiet");
+    if (s->metric_acc) // what early stopping watches (--patience)
+        OWN("--metric=val_accuracy");
     snprintf(buf, sizeof(buf), "--threads=%d", s->threads_per_run);
     OWN(buf);
     if (resume) {

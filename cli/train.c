@@ -24,7 +24,7 @@
 // Early stopping (--patience): the state a checkpoint carries.
 typedef struct early_stop {
     int on;
-    double best_loss; // +inf before the first evaluation
+    double best_value; // of --metric: ±inf before the first evaluation
     long best_step;   // −1 before the first evaluation
     int bad;          // evaluations in a row without an improvement
     float *best;      // (nparams) the weights at best_step
@@ -131,6 +131,11 @@ static void best_path(const train_run *t, long step, char *out, size_t n)
     snprintf(out, n, "%s/best-%ld.safetensors", t->c.run_dir, step);
 }
 
+static const char *metric_name(const train_cfg *c)
+{
+    return c->metric_acc ? "val_accuracy" : "val_loss";
+}
+
 static int es_stopped(const train_run *t)
 {
     return t->es.on && t->es.bad >= t->c.patience;
@@ -172,7 +177,8 @@ static int es_load_best(train_run *t, const char *sha, clef_err *err)
 }
 
 // The resumed checkpoint's __metadata__.early_stopping: {"best_step",
-// "best_loss" (C99 hex float), "bad", "best_sha256", ...}.
+// "best_loss" (the best --metric value, C99 hex float; the name is older than
+// --metric), "metric" (absent: val_loss), "bad", "best_sha256", ...}.
 static int es_restore(train_run *t, clef_err *err)
 {
     json_error_t je;
@@ -194,8 +200,17 @@ static int es_restore(train_run *t, clef_err *err)
                             "(best_step, best_loss, bad)");
         goto cleanup;
     }
+    const char *m = json_string_value(json_object_get(j, "metric"));
+    if (strcmp(m ? m : "val_loss", metric_name(&t->c))) {
+        rc = clef_err_input(err, t->c.resume, NULL,
+                            "__metadata__.early_stopping.metric",
+                            "the checkpoint's early stopping watched %s, "
+                            "this run asks for %s", m ? m : "val_loss",
+                            metric_name(&t->c));
+        goto cleanup;
+    }
     t->es.best_step = step;
-    t->es.best_loss = l;
+    t->es.best_value = l;
     t->es.bad = (int)nbad;
     if (step >= 0)
         rc = es_load_best(
@@ -214,7 +229,7 @@ static int es_setup(train_run *t, clef_err *err)
     es->on = c->patience > 0;
     es->best_step = -1;
     es->written = -1;
-    es->best_loss = INFINITY;
+    es->best_value = c->metric_acc ? -INFINITY : INFINITY;
     if (!es->on)
         return 0;
     if (t->pkg->nsplit[CLEF_SPLIT_VALIDATION] == 0)
@@ -233,14 +248,20 @@ static int es_setup(train_run *t, clef_err *err)
     return es_restore(t, err);
 }
 
-// One --eval-every evaluation: an improvement beats the best validation
-// loss by more than --min-delta.
+// One --eval-every evaluation: an improvement beats the best --metric
+// (validation loss, lower; or validation accuracy, higher) by more than
+// --min-delta.
 static void es_observe(train_run *t, long step, const cli_eval *ev)
 {
     early_stop *es = &t->es;
-    double loss = ev->loss[CLEF_SPLIT_VALIDATION];
-    if (isfinite(loss) && loss < es->best_loss - t->c.min_delta) {
-        es->best_loss = loss;
+    const int V = CLEF_SPLIT_VALIDATION, acc = t->c.metric_acc;
+    const double v = acc ? (ev->nacc[V] ? (double)ev->correct[V] / ev->nacc[V]
+                                        : NAN)
+                         : ev->loss[V];
+    const int better = acc ? v > es->best_value + t->c.min_delta
+                           : v < es->best_value - t->c.min_delta;
+    if (isfinite(v) && better) {
+        es->best_value = v;
         es->best_step = step;
         es->bad = 0;
         memcpy(es->best, t->hd.params, t->hd.nparams * sizeof(float));
@@ -253,14 +274,14 @@ static void es_observe(train_run *t, long step, const cli_eval *ev)
 static char *es_meta(const train_run *t)
 {
     char loss[64], hex[CLEF_SHA256_HEX] = "";
-    snprintf(loss, sizeof(loss), "%a", t->es.best_loss);
+    snprintf(loss, sizeof(loss), "%a", t->es.best_value);
     if (t->es.best_step >= 0 && params_sha(t, t->es.best, hex))
         return NULL;
-    json_t *j = json_pack("{s:i, s:f, s:I, s:s, s:i, s:s}", "patience",
+    json_t *j = json_pack("{s:i, s:f, s:s, s:I, s:s, s:i, s:s}", "patience",
                           t->c.patience, "min_delta", t->c.min_delta,
-                          "best_step", (json_int_t)t->es.best_step,
-                          "best_loss", loss, "bad", t->es.bad,
-                          "best_sha256", hex);
+                          "metric", metric_name(&t->c), "best_step",
+                          (json_int_t)t->es.best_step, "best_loss", loss,
+                          "bad", t->es.bad, "best_sha256", hex);
     char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     return out;
@@ -297,13 +318,16 @@ static json_t *es_json(const train_run *t)
     const early_stop *es = &t->es;
     if (!es->on)
         return json_null();
+    json_t *best =
+        es->best_step >= 0 ? json_real(es->best_value) : json_null();
     return json_pack(
-        "{s:i, s:f, s:o, s:o, s:I, s:b}", "patience", t->c.patience,
-        "min_delta", t->c.min_delta, "best_step",
+        "{s:i, s:f, s:s, s:o, s:O, s:o, s:I, s:b}", "patience", t->c.patience,
+        "min_delta", t->c.min_delta, "metric", metric_name(&t->c),
+        "best_step",
         es->best_step >= 0 ? json_integer(es->best_step) : json_null(),
-        "best_validation_loss",
-        es->best_step >= 0 ? json_real(es->best_loss) : json_null(),
-        "stopped_at_step", (json_int_t)t->hd.step, "stopped_early",
+        "best_value", best,
+        t->c.metric_acc ? "best_validation_accuracy" : "best_validation_loss",
+        best, "stopped_at_step", (json_int_t)t->hd.step, "stopped_early",
         es_stopped(t) && t->hd.step < t->total_steps);
 }
 
@@ -809,6 +833,11 @@ static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
         json_object_set_new(j, "metrics",
                             metrics_json(t->pkg, &t->before, &t->after));
     json_object_set_new(j, "early_stopping", es_json(t));
+    json_object_set_new(j, "stop_reason",
+                        json_string(fail ? "error"
+                                    : es_stopped(t) && t->hd.step < t->total_steps
+                                        ? "patience"
+                                        : "epochs"));
     json_object_set_new(j, "history", json_incref(t->history));
     if (t->after.z)
         json_object_set_new(j, "records", records_json(t->pkg, &t->after));
@@ -876,6 +905,28 @@ static int evaluate_after(train_run *t, clef_err *err)
     return 0;
 }
 
+// The head's parameters as run-dir/name (atomically).
+static int save_as(const train_run *t, const char *name,
+                   const clef_st_meta *meta, int nmeta, clef_err *err)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof(path), "%s/%s", t->c.run_dir, name);
+    return clef_weights_save(path, &t->hd, meta, nmeta, err);
+}
+
+// run-dir/name as a second name of the file at path (a hard link: the
+// writers replace files by rename, so the two never diverge in place).
+static int link_as(const train_run *t, const char *path, const char *name,
+                   clef_err *err)
+{
+    char dst[PATH_MAX + 32];
+    snprintf(dst, sizeof(dst), "%s/%s", t->c.run_dir, name);
+    if ((unlink(dst) != 0 && errno != ENOENT) || link(path, dst) != 0)
+        return clef_err_set(err, CLEF_ERR_RUN, "%s: cannot link to %s: %s",
+                            dst, path, strerror(errno));
+    return 0;
+}
+
 // Everything after the run dir exists. Failures here exit 1. With early
 // stopping the checkpoint keeps the latest state, then the best weights
 // replace the parameters for the evaluation after training and the export.
@@ -901,15 +952,18 @@ static int run(train_run *t, clef_err *err)
         goto out;
     prune_checkpoints(t);
     checks[1] = checkpoint_reloads(t);
+    clef_st_meta meta[2] = {{"package_sha256", t->pkg->sha256},
+                            {"provenance", t->pkg->provenance}};
+    const int nmeta = t->pkg->provenance ? 2 : 1;
+    if (es && (rc = save_as(t, "last.safetensors", meta, nmeta, err)))
+        goto out;
     if (es && t->es.best_step >= 0)
         memcpy(t->hd.params, t->es.best, t->hd.nparams * sizeof(float));
     if (es && (rc = evaluate_after(t, err)))
         goto out;
     snprintf(wpath, sizeof(wpath), "%s/weights.safetensors", t->c.run_dir);
-    clef_st_meta meta[2] = {{"package_sha256", t->pkg->sha256},
-                            {"provenance", t->pkg->provenance}};
-    if ((rc = clef_weights_save(wpath, &t->hd, meta, t->pkg->provenance ? 2 : 1,
-                                err)))
+    if ((rc = save_as(t, "weights.safetensors", meta, nmeta, err)) ||
+        (es && (rc = link_as(t, wpath, "best.safetensors", err))))
         goto out;
     weights = wpath;
     checks[0] = t->shared || frozen_unchanged(t); // a sweep checks once
@@ -946,7 +1000,7 @@ static void print_summary(const train_run *t)
                b->loss[CLEF_SPLIT_VALIDATION], a->loss[CLEF_SPLIT_VALIDATION]);
     if (t->es.on && t->es.best_step >= 0)
         printf(", early stopping: best step %ld (validation loss %.6g)%s",
-               t->es.best_step, t->es.best_loss,
+               t->es.best_step, t->es.best_value,
                es_stopped(t) && t->hd.step < t->total_steps ? ", stopped early"
                                                             : "");
     printf("\nweights: %s/weights.safetensors\nresult: %s/result.json\n",

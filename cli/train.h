@@ -12,6 +12,7 @@ typedef struct train_cfg {
     int epochs, batch, keep, threads, quiet, bucketed, decay_all;
     long checkpoint_every, eval_every;
     int patience;     // --patience K (0: no early stopping)
+    int metric_acc;   // --metric val_accuracy (else val_loss)
     double min_delta; // --min-delta X
     int has_min_delta;
     long fault_step; // CLEF_FAULT_NAN_STEP: a NaN parameter after this update

@@ -17,6 +17,7 @@ const char *cli_train_help =
     "       [--resume CHECKPOINT] [--checkpoint-every N=0]\n"
     "       [--keep-checkpoints K=3] [--eval-every N=0]\n"
     "       [--patience K] [--min-delta X=0]\n"
+    "       [--metric val_loss|val_accuracy]\n"
     "       [--batching sequential|bucketed] [--backend NAME=auto]\n"
     "       [--threads N] [--quiet]\n"
     "\n"
@@ -33,15 +34,18 @@ const char *cli_train_help =
     "\n"
     "--patience K (K >= 1; needs --eval-every N > 0 and a validation\n"
     "record): early stopping. The evaluations at steps N, 2N, ... keep the\n"
-    "weights of the lowest validation loss (an improvement beats the best\n"
-    "by more than --min-delta X, default 0); training stops after K\n"
-    "evaluations in a row without one. weights.safetensors, the metrics\n"
+    "weights of the best --metric (the lowest validation loss, default, or\n"
+    "the highest validation accuracy; an improvement beats the best by more\n"
+    "than --min-delta X, default 0); training stops after K evaluations in\n"
+    "a row without one. weights.safetensors and best.safetensors, the metrics\n"
     "after training and the records' logits are those best weights;\n"
     "checkpoints hold the latest state plus the early-stopping state, and\n"
     "best-<step>.safetensors the best weights they refer to, so a resumed\n"
     "run stops and exports exactly as an uninterrupted one. result.json:\n"
-    "early_stopping {patience, min_delta, best_step, best_validation_loss,\n"
-    "stopped_at_step, stopped_early}.\n"
+    "early_stopping {patience, min_delta, metric, best_step, best_value,\n"
+    "best_validation_loss (or _accuracy), stopped_at_step, stopped_early};\n"
+    "last.safetensors holds the weights training stopped at. result.json's\n"
+    "stop_reason: epochs, patience or error.\n"
     "\n"
     "--batching sequential: each epoch cuts the train records, in manifest\n"
     "order, into consecutive groups of B; one AdamW update per group, loss =\n"
@@ -152,6 +156,16 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
                 return clef_err_input(err, NULL, NULL, "--decay-scope",
                                       "\"%s\" is not weights or all", v);
             c->decay_all = !strcmp(v, "all");
+            continue;
+        }
+        if ((r = cli_flag(argc, argv, &i, "--metric", 1, &v, err))) {
+            if (r < 0)
+                return CLEF_ERR_INPUT;
+            if (strcmp(v, "val_loss") && strcmp(v, "val_accuracy"))
+                return clef_err_input(err, NULL, NULL, "--metric",
+                                      "\"%s\" is not val_loss or val_accuracy",
+                                      v);
+            c->metric_acc = !strcmp(v, "val_accuracy");
             continue;
         }
         if ((r = cli_flag(argc, argv, &i, "--batching", 1, &v, err))) {

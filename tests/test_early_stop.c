@@ -20,7 +20,7 @@
 // exactly N steps.
 #define FIXTURE "fixture --records 8 --validation 4 --seed 4"
 #define TRAIN                                                                  \
-    "train --quiet --batch 8 --lr 0.003 --backend scalar --threads 1 "       \
+    "train --quiet --batch 8 --lr 0.003 --backend scalar --threads 1 "         \
     "--package %s/package.json"
 #define PATIENCE 2
 
@@ -35,8 +35,7 @@ static json_t *load_json(const char *path)
 static char *make_fixture(const char *dir)
 {
     char *pkg = tp_path(dir, "pkg");
-    cr_assert_eq(tp_clef(dir, FIXTURE " --out %s", pkg), 0, "%s",
-                 tp_err(dir));
+    cr_assert_eq(tp_clef(dir, FIXTURE " --out %s", pkg), 0, "%s", tp_err(dir));
     return pkg;
 }
 
@@ -44,9 +43,10 @@ static char *make_fixture(const char *dir)
 // checkpoints every 2 steps, all kept.
 static void run_patience(const char *dir, const char *pkg, const char *name)
 {
-    int rc = tp_clef(dir, TRAIN " --run-dir %s/%s --epochs 30 --eval-every 1 "
-                     "--patience %d --checkpoint-every 2 "
-                     "--keep-checkpoints 0",
+    int rc = tp_clef(dir,
+                     TRAIN " --run-dir %s/%s --epochs 30 --eval-every 1 "
+                           "--patience %d --checkpoint-every 2 "
+                           "--keep-checkpoints 0",
                      pkg, dir, name, PATIENCE);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
 }
@@ -83,8 +83,7 @@ Test(early_stop, stops_after_patience_and_exports_the_best, .timeout = 120)
     cr_expect(json_is_true(json_object_get(es, "stopped_early")),
               "the fixture's validation loss should rise and stop the run");
     cr_expect_lt(stop, 30);
-    cr_expect_eq(stop - best, PATIENCE, "best %ld, stopped at %ld", best,
-                 stop);
+    cr_expect_eq(stop - best, PATIENCE, "best %ld, stopped at %ld", best, stop);
     cr_expect_eq(jint(r, "completed_steps"), stop);
     // the best is the lowest validation loss of the history after step 0
     json_t *h = json_object_get(r, "history"), *pt;
@@ -106,8 +105,7 @@ Test(early_stop, stops_after_patience_and_exports_the_best, .timeout = 120)
     double bl = json_real_value(json_object_get(es, "best_validation_loss"));
     cr_expect_eq(bl, lo);
     cr_expect_gt(best, 1, "the best should not be the first evaluation");
-    cr_expect_eq(jint(json_array_get(h, json_array_size(h) - 1), "step"),
-                 stop);
+    cr_expect_eq(jint(json_array_get(h, json_array_size(h) - 1), "step"), stop);
     // the metrics after training are the best weights'
     json_t *m = json_object_get(r, "metrics");
     cr_expect_eq(json_real_value(json_object_get(m, "validation_loss_after")),
@@ -120,8 +118,8 @@ Test(early_stop, stops_after_patience_and_exports_the_best, .timeout = 120)
     cr_expect_null(json_object_get(json_object_get(pq, "after"), "test"),
                    "the fixture has no test record");
     // bit for bit the weights of a plain run of best_step steps
-    int rc = tp_clef(dir, TRAIN " --run-dir %s/plain --epochs %ld", pkg, dir,
-                     best);
+    int rc =
+        tp_clef(dir, TRAIN " --run-dir %s/plain --epochs %ld", pkg, dir, best);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     cr_expect(same_file(tp_path(dir, "run/weights.safetensors"),
                         tp_path(dir, "plain/weights.safetensors")),
@@ -155,11 +153,13 @@ Test(early_stop, resume_continues_exactly, .timeout = 180)
     for (size_t i = 0; i < sizeof(from) / sizeof(*from); i++) {
         if (from[i] % 2 && from[i] != stop)
             from[i]++; // checkpoints are every 2 steps
-        int rc = tp_clef(dir, TRAIN " --run-dir %s/run --epochs 30 "
-                         "--eval-every 1 --patience %d --checkpoint-every 2 "
-                         "--keep-checkpoints 0 --resume "
-                         "%s/run/checkpoint-%ld.safetensors",
-                         pkg, dir, PATIENCE, dir, from[i]);
+        int rc =
+            tp_clef(dir,
+                    TRAIN " --run-dir %s/run --epochs 30 "
+                          "--eval-every 1 --patience %d --checkpoint-every 2 "
+                          "--keep-checkpoints 0 --resume "
+                          "%s/run/checkpoint-%ld.safetensors",
+                    pkg, dir, PATIENCE, dir, from[i]);
         cr_assert_eq(rc, 0, "resume from %ld: %s", from[i], tp_err(dir));
         cr_expect(same_file(tp_path(dir, "run/weights.safetensors"),
                             tp_path(dir, "want.safetensors")),
@@ -182,11 +182,14 @@ Test(early_stop, resume_continues_exactly, .timeout = 180)
     snprintf(bf, sizeof(bf), "best-%ld.safetensors", at >= best ? best : at);
     cr_assert_eq(tp_copy_dir(tp_path(dir, "run"), tp_path(dir, "all")), 0);
     char cmd[8192];
-    snprintf(cmd, sizeof(cmd), "mkdir %s/lone && cp %s/all/%s %s/all/%s "
-             "%s/lone/", dir, dir, ck, dir, bf, dir);
+    snprintf(cmd, sizeof(cmd),
+             "mkdir %s/lone && cp %s/all/%s %s/all/%s "
+             "%s/lone/",
+             dir, dir, ck, dir, bf, dir);
     cr_assert_eq(system(cmd), 0);
-    int rc = tp_clef(dir, TRAIN " --run-dir %s/lone --epochs 30 "
-                     "--eval-every 1 --patience %d --resume %s/lone/%s",
+    int rc = tp_clef(dir,
+                     TRAIN " --run-dir %s/lone --epochs 30 "
+                           "--eval-every 1 --patience %d --resume %s/lone/%s",
                      pkg, dir, PATIENCE, dir, ck);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     cr_expect(same_file(tp_path(dir, "lone/weights.safetensors"),
@@ -201,9 +204,10 @@ Test(early_stop, best_files_pruned_and_checked, .timeout = 120)
 {
     char *dir = tp_tmpdir();
     char *pkg = make_fixture(dir);
-    int rc = tp_clef(dir, TRAIN " --run-dir %s/run --epochs 30 --eval-every 1 "
-                     "--patience %d --checkpoint-every 1 "
-                     "--keep-checkpoints 2",
+    int rc = tp_clef(dir,
+                     TRAIN " --run-dir %s/run --epochs 30 --eval-every 1 "
+                           "--patience %d --checkpoint-every 1 "
+                           "--keep-checkpoints 2",
                      pkg, dir, PATIENCE);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     json_t *r = load_json(tp_path(dir, "run/result.json"));
@@ -213,8 +217,8 @@ Test(early_stop, best_files_pruned_and_checked, .timeout = 120)
     char name[64];
     for (long s = 1; s <= stop; s++) {
         snprintf(name, sizeof(name), "run/best-%ld.safetensors", s);
-        cr_expect_eq(tp_exists(tp_path(dir, name)), s == best,
-                     "%s: exists %d", name, tp_exists(tp_path(dir, name)));
+        cr_expect_eq(tp_exists(tp_path(dir, name)), s == best, "%s: exists %d",
+                     name, tp_exists(tp_path(dir, name)));
     }
     // the kept checkpoint before the stop refers to best-<best>: replace
     // it with other weights (a plain run's) and resuming must refuse
@@ -225,14 +229,18 @@ Test(early_stop, best_files_pruned_and_checked, .timeout = 120)
     snprintf(cmd, sizeof(cmd), "cp %s/plain/weights.safetensors %s", dir,
              tp_path(dir, name));
     cr_assert_eq(system(cmd), 0);
-    rc = tp_clef(dir, TRAIN " --run-dir %s/run --epochs 30 --eval-every 1 "
+    rc = tp_clef(dir,
+                 TRAIN
+                 " --run-dir %s/run --epochs 30 --eval-every 1 "
                  "--patience %d --resume %s/run/checkpoint-%ld.safetensors",
                  pkg, dir, PATIENCE, dir, stop - 1);
     cr_expect_eq(rc, 2, "%s", tp_err(dir));
     cr_expect(strstr(tp_err(dir), "best_sha256"), "%s", tp_err(dir));
     // and a missing one
     unlink(tp_path(dir, name));
-    rc = tp_clef(dir, TRAIN " --run-dir %s/run --epochs 30 --eval-every 1 "
+    rc = tp_clef(dir,
+                 TRAIN
+                 " --run-dir %s/run --epochs 30 --eval-every 1 "
                  "--patience %d --resume %s/run/checkpoint-%ld.safetensors",
                  pkg, dir, PATIENCE, dir, stop - 1);
     cr_expect_eq(rc, 2, "%s", tp_err(dir));
@@ -257,8 +265,8 @@ Test(early_stop, bad_usage_exits_2_with_nothing_written, .timeout = 120)
         {"--eval-every 1 --min-delta 0.1", "--patience"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        int rc = tp_clef(dir, TRAIN " --run-dir %s/run %s", pkg, dir,
-                         bad[i].flags);
+        int rc =
+            tp_clef(dir, TRAIN " --run-dir %s/run %s", pkg, dir, bad[i].flags);
         cr_expect_eq(rc, 2, "%s: exit %d", bad[i].flags, rc);
         cr_expect(strstr(tp_err(dir), bad[i].names), "%s: %s", bad[i].flags,
                   tp_err(dir));
@@ -268,22 +276,28 @@ Test(early_stop, bad_usage_exits_2_with_nothing_written, .timeout = 120)
     // no validation record
     char *nov = tp_path(dir, "noval");
     cr_assert_eq(tp_clef(dir, "fixture --out %s --validation 0", nov), 0);
-    int rc = tp_clef(dir, TRAIN " --run-dir %s/run --eval-every 1 "
-                     "--patience 1", nov, dir);
+    int rc = tp_clef(dir,
+                     TRAIN " --run-dir %s/run --eval-every 1 "
+                           "--patience 1",
+                     nov, dir);
     cr_expect_eq(rc, 2, "exit %d", rc);
     cr_expect(strstr(tp_err(dir), "validation") &&
                   strstr(tp_err(dir), "--patience"),
               "%s", tp_err(dir));
     cr_expect(!tp_exists(tp_path(dir, "run")));
     // --patience on a checkpoint trained without it: refused, untouched
-    rc = tp_clef(dir, TRAIN " --run-dir %s/plain --epochs 2 "
-                 "--checkpoint-every 1", pkg, dir);
+    rc = tp_clef(dir,
+                 TRAIN " --run-dir %s/plain --epochs 2 "
+                       "--checkpoint-every 1",
+                 pkg, dir);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     size_t n0 = 0;
     char *before = tp_slurp(tp_path(dir, "plain/result.json"), &n0);
-    rc = tp_clef(dir, TRAIN " --run-dir %s/plain --epochs 4 --eval-every 1 "
-                 "--patience 1 --resume %s/plain/checkpoint-1.safetensors",
-                 pkg, dir, dir);
+    rc =
+        tp_clef(dir,
+                TRAIN " --run-dir %s/plain --epochs 4 --eval-every 1 "
+                      "--patience 1 --resume %s/plain/checkpoint-1.safetensors",
+                pkg, dir, dir);
     cr_expect_eq(rc, 2, "exit %d", rc);
     cr_expect(strstr(tp_err(dir), "early-stopping"), "%s", tp_err(dir));
     size_t n1 = 0;
@@ -320,14 +334,14 @@ Test(early_stop, per_question_on_mixed_package, .timeout = 60)
     snprintf(cmd, sizeof(cmd), "mkdir -p %s", pkg);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(tp_write_mixed_package(pkg), 0);
-    int rc = tp_clef(dir, "train --quiet --package %s/package.json "
+    int rc = tp_clef(dir,
+                     "train --quiet --package %s/package.json "
                      "--run-dir %s/run --epochs 3 --eval-every 1 "
                      "--patience 5",
                      pkg, dir);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     json_t *r = load_json(tp_path(dir, "run/result.json"));
-    json_t *pq = json_object_get(json_object_get(r, "metrics"),
-                                 "per_question");
+    json_t *pq = json_object_get(json_object_get(r, "metrics"), "per_question");
     char *txt = json_dumps(pq, JSON_COMPACT);
     const char *splits[3] = {"train", "validation", "test"};
     for (int b = 0; b < 2; b++) {
@@ -354,8 +368,7 @@ Test(early_stop, per_question_on_mixed_package, .timeout = 60)
                 double acc = json_real_value(json_object_get(q, "accuracy"));
                 double ece = json_real_value(json_object_get(q, "ece"));
                 cr_expect(acc >= 0 && acc <= 1 && ece >= 0 && ece <= 1);
-                cr_expect(isfinite(
-                    json_real_value(json_object_get(q, "nll"))));
+                cr_expect(isfinite(json_real_value(json_object_get(q, "nll"))));
             }
         }
     }
@@ -367,6 +380,68 @@ Test(early_stop, per_question_on_mixed_package, .timeout = 60)
     cr_expect_eq(json_array_size(json_object_get(first, "options")), 4, "%s",
                  txt);
     free(txt);
+    json_decref(r);
+    tp_rmdir(dir);
+}
+
+// --metric val_accuracy: the best is the highest validation accuracy of the
+// history (the first of equals); best.safetensors is weights.safetensors,
+// last.safetensors the weights of a plain run to the stop; stop_reason says
+// why the run ended.
+Test(early_stop, accuracy_metric_best_and_last_files, .timeout = 120)
+{
+    char *dir = tp_tmpdir();
+    char *pkg = make_fixture(dir);
+    int rc = tp_clef(dir,
+                     TRAIN " --run-dir %s/run --epochs 30 --eval-every 1 "
+                           "--patience 3 --metric val_accuracy",
+                     pkg, dir);
+    cr_assert_eq(rc, 0, "%s", tp_err(dir));
+    json_t *r = load_json(tp_path(dir, "run/result.json"));
+    json_t *es = json_object_get(r, "early_stopping");
+    cr_assert_str_eq(json_string_value(json_object_get(es, "metric")),
+                     "val_accuracy");
+    long best = jint(es, "best_step"), stop = jint(es, "stopped_at_step");
+    json_t *h = json_object_get(r, "history"), *pt;
+    size_t i;
+    long argmax = -1;
+    double hi = -INFINITY;
+    json_array_foreach(h, i, pt)
+    {
+        double v = json_real_value(json_object_get(pt, "validation_accuracy"));
+        if (jint(pt, "step") > 0 && v > hi) {
+            hi = v;
+            argmax = jint(pt, "step");
+        }
+    }
+    cr_expect_eq(argmax, best);
+    cr_expect_eq(json_real_value(json_object_get(es, "best_value")), hi);
+    cr_expect_eq(
+        json_real_value(json_object_get(es, "best_validation_accuracy")), hi);
+    const int early = json_is_true(json_object_get(es, "stopped_early"));
+    cr_expect_str_eq(json_string_value(json_object_get(r, "stop_reason")),
+                     early ? "patience" : "epochs");
+    cr_expect(same_file(tp_path(dir, "run/weights.safetensors"),
+                        tp_path(dir, "run/best.safetensors")));
+    rc = tp_clef(dir, TRAIN " --run-dir %s/plain --epochs %ld", pkg, dir, stop);
+    cr_assert_eq(rc, 0, "%s", tp_err(dir));
+    cr_expect(same_file(tp_path(dir, "run/last.safetensors"),
+                        tp_path(dir, "plain/weights.safetensors")),
+              "last.safetensors is not the weights at step %ld", stop);
+    json_t *p = load_json(tp_path(dir, "plain/result.json"));
+    cr_expect_str_eq(json_string_value(json_object_get(p, "stop_reason")),
+                     "epochs");
+    cr_expect(!tp_exists(tp_path(dir, "plain/best.safetensors")));
+    json_decref(p);
+    // resuming with the other metric is refused
+    char ck[64];
+    snprintf(ck, sizeof(ck), "run/checkpoint-%ld.safetensors", stop);
+    rc = tp_clef(dir,
+                 TRAIN " --run-dir %s/run --epochs 30 --eval-every 1 "
+                       "--patience 3 --resume %s",
+                 pkg, dir, tp_path(dir, ck));
+    cr_expect_eq(rc, 2, "%s", tp_err(dir));
+    cr_expect(strstr(tp_err(dir), "metric"), "%s", tp_err(dir));
     json_decref(r);
     tp_rmdir(dir);
 }
