@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""clef report RUN_DIR [--out FILE.html]: a self-contained HTML page of a run.
+"""clef report DIR [--out FILE.html]: a self-contained HTML page of a run or
+of a sweep.
 
 Reads RUN_DIR/result.json (clef train's result, FORMATS.md), and when present
 the package's requests.jsonl and capture.json (next to the manifest named in
@@ -10,9 +11,14 @@ URIs, the CSS is inline, there is no script and no network reference.
 Sections (element ids): summary, loss, accuracy, confusion, reliability,
 comparison, examples.
 
+A clef sweep dir (sweep.json and no result.json) gets a sweep page instead,
+written by clef_report_sweep.py (default SWEEP_DIR/report.html, the same
+rules): the leaderboard and the metric against each axis; sections summary,
+leaderboard, axes, curves.
+
 Exit codes: 0 written; 2 bad usage or bad input (a missing or invalid
-result.json, a corrupt optional input), nothing written; 1 a failure while
-writing.
+result.json or sweep.json, a corrupt optional input), nothing written; 1 a
+failure while writing.
 """
 
 import argparse
@@ -104,6 +110,10 @@ class Checker:
 
     def num(self, v, field, optional=True):
         return self._typed(v, field, optional, is_num, "a number")
+
+    def boolean(self, v, field, optional=True):
+        return self._typed(v, field, optional,
+                           lambda x: isinstance(x, bool), "true or false")
 
 
 def check_result(res, path):
@@ -950,7 +960,15 @@ def sec_examples(ctx):
 # --------------------------------------------------------------- main --
 
 def build(run_dir):
+    """The page of a run dir, or of a sweep dir (sweep.json, no
+    result.json); InputError on a bad input."""
     res_path = os.path.join(run_dir, "result.json")
+    if not os.path.lexists(res_path):
+        if os.path.lexists(os.path.join(run_dir, "sweep.json")):
+            import clef_report_sweep
+            return clef_report_sweep.build(run_dir)
+        raise InputError(res_path, None, "missing (not a clef train run dir;"
+                         " no sweep.json either: not a clef sweep dir)")
     res = check_result(load_json(res_path, True), res_path)
     manifest = (res.get("package") or {}).get("manifest")
     pkg_dir = os.path.dirname(manifest) if manifest else None
@@ -978,15 +996,20 @@ def build(run_dir):
     body = "".join(f(ctx) for f in (sec_summary, sec_loss, sec_accuracy,
                                     sec_confusion, sec_reliability,
                                     sec_comparison, sec_examples))
-    nav = " \u00b7 ".join('<a href="#%s">%s</a>' % (s, s) for s in (
-        "summary", "loss", "accuracy", "confusion", "reliability",
-        "comparison", "examples"))
+    return page(title, sub, ("summary", "loss", "accuracy", "confusion",
+                             "reliability", "comparison", "examples"), body)
+
+
+def page(title, sub, sections, body, css=CSS):
+    """The whole HTML document: a header (title, subtitle parts, links to
+    the sections by id), then the sections' markup."""
+    nav = " \u00b7 ".join('<a href="#%s">%s</a>' % (s, s) for s in sections)
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width">'
             '<title>%s</title><style>%s</style></head><body>'
             '<header><h1>%s</h1><p>%s</p><p class="small">%s</p></header>'
             '<main>\n%s</main></body></html>\n'
-            % (esc(title), CSS, esc(title), esc(" \u00b7 ".join(sub)),
+            % (esc(title), css, esc(title), esc(" \u00b7 ".join(sub)),
                nav.replace('<a ', '<a style="color:#cfe0ff" '), body))
 
 
@@ -1020,13 +1043,18 @@ def main(argv=None):
         prog=PROG, description="Write a self-contained HTML page of a clef "
         "train run: summary, loss and accuracy curves, confusion matrices, "
         "reliability, the comparison with baselines (RUN_DIR/comparison.json)"
-        " and held-out examples (the package's requests.jsonl).",
+        " and held-out examples (the package's requests.jsonl). Of a clef "
+        "sweep dir (sweep.json, no result.json): the summary, the leaderboard"
+        " (sweep.csv's timings too), the metric against each axis (each "
+        "setting that takes more than one value) and the validation loss "
+        "curves of the top runs.",
         epilog="exit codes: 0 written, 1 a failure while writing, 2 bad usage "
         "or input (nothing written).")
-    ap.add_argument("run_dir", metavar="RUN_DIR",
-                    help="a clef train run dir (holds result.json)")
+    ap.add_argument("run_dir", metavar="RUN_DIR|SWEEP_DIR",
+                    help="a clef train run dir (holds result.json) or a clef "
+                    "sweep dir (holds sweep.json)")
     ap.add_argument("--out", metavar="FILE.html",
-                    help="output file (default RUN_DIR/report.html)")
+                    help="output file (default DIR/report.html)")
     a = ap.parse_args(argv)
     if not os.path.isdir(a.run_dir):
         print("%s: %s: not a directory" % (PROG, a.run_dir), file=sys.stderr)
@@ -1055,4 +1083,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # clef_report_sweep imports this module by name: let it find this copy
+    # (one InputError class), not load the file a second time
+    sys.modules.setdefault("clef_report", sys.modules[__name__])
     sys.exit(main())
