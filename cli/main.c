@@ -15,7 +15,7 @@ static const char *usage =
     "  fixture   write a synthetic package (the seed walkthrough's)\n"
     "  inspect   list a safetensors file's tensors and metadata\n"
     "  capture   turn labelled requests into a package through a backbone\n"
-    "  report    write a self-contained HTML report of a run dir\n"
+    "  report    write a self-contained HTML report of a run or sweep dir\n"
     "\n"
     "clef <command> --help describes a command; clef --version prints the\n"
     "version and the kernels of this build.\n"

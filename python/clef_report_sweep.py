@@ -199,7 +199,7 @@ def axis_of(key, runs, spec_runs):
     nums = [as_number(v) for v in set_values]
     if set_values and all(x is not None for x in nums):
         lo, hi = min(nums), max(nums)
-        kind = "log" if lo > 0 and hi > 10 * lo else "linear"
+        kind = "log" if lo > 0 and hi >= 10 * lo else "linear"
     else:
         kind = "categories"
     return {"key": key, "values": values, "kind": kind}
@@ -446,7 +446,7 @@ def sec_axes(ctx):
         '<p class="small">one plot per setting that takes more than one '
         'value: every run with a metric a point, the best per value a star. '
         'Numeric axes are on a log scale when every value is positive and '
-        'they span more than 10\u00d7.</p><div class="grid">%s</div>'
+        'they span 10\u00d7 or more.</p><div class="grid">%s</div>'
         % "".join(figs))
 
 
