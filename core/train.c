@@ -1,8 +1,10 @@
-// Loss, one training update and AdamW (HEAD.md §6, §8).
+// One training update: forward, loss, backward, clipping and AdamW
+// (HEAD.md §8).
 #include "acts.h"
 #include "batch.h"
 #include "forward.h"
 #include "head.h"
+#include "loss.h"
 #include "par.h"
 
 #include <math.h>
@@ -18,83 +20,6 @@ void clef_train_opts_default(clef_train_opts *o)
     o->eps = 1e-4;
     o->weight_decay = 0.01;
     o->decay_all = 0;
-}
-
-static int all_targets(const clef_record *r)
-{
-    for (int q = 0; q < r->Q; q++)
-        if (!r->has_target[q])
-            return 0;
-    return 1;
-}
-
-void clef_batch_counts(const clef_record *const *recs, int n, int *n_q,
-                       int *n_score)
-{
-    *n_q = 0;
-    *n_score = 0;
-    for (int b = 0; b < n; b++)
-        for (int q = 0; q < recs[b]->Q; q++) {
-            if (!recs[b]->has_target[q])
-                continue;
-            (*n_q)++;
-            *n_score += recs[b]->qtype[q] == CLEF_QTYPE_SCORE;
-        }
-}
-
-// The loss kernel over nq questions (offsets off, O options), normalised by
-// the update's question counts. Without targets for every question: the
-// probabilities only (dz = 0, no loss).
-static double grouped_loss(const clef_kernels *k, int nq, const int *off,
-                           const int *is_score, const float *target,
-                           int targets, const float *z,
-                           const clef_train_opts *o, int n_q, int n_score,
-                           float *p, float *dz)
-{
-    const int O = off[nq];
-    if (!targets || n_q == 0) {
-        k->softmax_seg_fwd(nq, off, z, p);
-        memset(dz, 0, sizeof(float) * O);
-        return 0.0;
-    }
-    clef_loss_args a = {
-        .smoothing = (float)o->smoothing,
-        .brier = (float)o->brier,
-        .ordinal = (float)o->ordinal,
-        .inv_n = (float)(1.0 / n_q),
-        .inv_nscore = n_score ? (float)(1.0 / n_score) : 0.f,
-    };
-    double loss = 0.0;
-    k->loss(nq, off, is_score, z, target, &a, p, dz, &loss);
-    return loss;
-}
-
-double clef_record_loss(const clef_kernels *k, const clef_record *r,
-                        const float *z, const clef_train_opts *o, int n_q,
-                        int n_score, float *p, float *dz)
-{
-    return grouped_loss(k, r->Q, r->opt_off, r->is_score, r->target,
-                        all_targets(r), z, o, n_q, n_score, p, dz);
-}
-
-// The loss kernel over the packed batch: one call, batch-global offsets.
-static double batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
-                         const clef_train_opts *o, int n_q, int n_score,
-                         float *p, float *dz)
-{
-    return grouped_loss(k, ws->Q, ws->opt_off, ws->is_score, ws->target,
-                        ws->all_targets, z, o, n_q, n_score, p, dz);
-}
-
-double clef_batch_loss(const clef_kernels *k, clef_ws *ws, const float *z,
-                       const clef_train_opts *o, float *p, float *dz)
-{
-    int n_q = 0, n_score = 0;
-    for (int q = 0; q < ws->Q; q++) {
-        n_q++;
-        n_score += ws->is_score[q];
-    }
-    return batch_loss(k, ws, z, o, n_q, n_score, p, dz);
 }
 
 // Fixed chunks of the flat gradient: each chunk's sum of squares (double,
@@ -336,7 +261,7 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     for (int b = 0; b < n;) {
         int m = fitting_prefix(ws, recs + b, n - b);
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
-        loss += batch_loss(k, ws, ws->z, o, n_q, n_score, ws->p, ws->dz);
+        loss += clef_update_loss(k, ws, o, n_q, n_score);
         clef_batch_backward_with(k, hd, ws, ws->dz,
                                  beside && b + m == n ? &side : NULL);
         ws->grads_fresh = 0; // later sub-batches add
