@@ -78,9 +78,6 @@ struct clef_ws {
     clef_mempack field_mpk;        // M pre-packed (clef_mempack_bound each)
     float *dm_pk;                  // dM pre-packed as op(A) of D, per record
     size_t *pk_a_off;              // (nb+1) record offsets in dm_pk
-    // the next backward writes the weight gradients the GEMMs own instead of
-    // adding to them (the update's first pass: clef_grads_prepare)
-    int grads_fresh;
     // packed per-record constants (pointers into the record when nb == 1)
     // x̂ stays in each record (a T_b×d copy would be the batch's largest
     // stream): xrec[b] is record b's (T_b, d), read per record

@@ -4,6 +4,7 @@
 // are single GEMMs over all the batch's rows (a fixed reduction order); only
 // attention runs per record.
 #include "acts.h"
+#include "backward.h"
 #include "forward.h"
 #include "memattn.h"
 #include "par.h"
@@ -14,9 +15,17 @@
 
 static void zero(float *x, size_t n) { clef_rows_zero(x, n); }
 
-// Accumulate flag of the weight-gradient writers: 0 on the update's first
-// pass, when they own their gradient outright (clef_grads_prepare).
-static int grad_acc(const clef_ws *ws) { return !ws->grads_fresh; }
+// What every part of one backward pass reads: the kernels, the head (its
+// params hd->p and grads hd->g), the workspace of the batch's forward pass,
+// and acc, the accumulate flag of the weight gradients a GEMM (or one loop)
+// owns: 0 on an update's first pass, which writes them outright
+// (clef_grads_prepare), 1 when they add.
+typedef struct bwd {
+    const clef_kernels *k;
+    clef_head *hd;
+    clef_ws *ws;
+    int acc;
+} bwd;
 
 // The gradients of a packed in_proj bias: sums (ld) = Σ_rows of x (rows, ld)
 // (one colsum kernel call), then db[i] += sums[off + i] for the blocks kept.
@@ -141,8 +150,11 @@ static void mha_bwd_kv(const clef_kernels *k, const clef_config *c, int nk,
 // its dK | dV to ws->dkvc (T, L·2w): the stacked weight gradient
 // dkvcᵀ M (L·2w, w) is split back into each layer's in_proj rows, and
 // dM += dkvc [W_k; W_v]_stacked.
-static void field_kv_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
+static void field_kv_bwd(const bwd *bw)
 {
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const int w = c->w, T = ws->T, L2w = c->L * 2 * w;
     if (!c->L)
@@ -154,7 +166,7 @@ static void field_kv_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
         clef_field_tensors *g = &hd->g.field[j];
         float *dst = g->ca_in_w + (size_t)w * w; // rows [w, 3w)
         const float *src = ws->dkvw + (size_t)j * 2 * w * w;
-        if (ws->grads_fresh)
+        if (!bw->acc)
             memcpy(dst, src, sizeof(float) * 2 * w * w);
         else
             for (size_t i = 0; i < (size_t)2 * w * w; i++)
@@ -169,9 +181,11 @@ static void field_kv_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
 // Section 9 backward: from dz (O) to dR (O, w) += option-norm path,
 // ws->dF (Q, w) = ∂L/∂F̂ gathered per question, dqv (Q, d) and dg (d) from
 // the prior anchor, and the scalar / residual-scorer gradients.
-static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
-                      const float *dz)
+static void score_bwd(const bwd *bw, const float *dz)
 {
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
@@ -198,7 +212,7 @@ static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
 
     // residual scorer: res = W_b gelu(W_a feat + b_a) + b_b
     float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC; // (O, w), (O, w), (O, 4w)
-    const int acc = grad_acc(ws);
+    const int acc = bw->acc;
     k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
     k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
     zero(dv1, (size_t)O * w);
@@ -247,9 +261,11 @@ static void score_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
 }
 
 // Field layer backward: dio (Q, w) holds ∂L/∂out on entry and ∂L/∂x0 on exit.
-static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
-                      float *dio)
+static void field_bwd(const bwd *bw, int j, float *dio)
 {
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const int w = c->w, h = c->h, Q = ws->Q;
     const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
@@ -261,7 +277,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
     // out = xb + FFN(LN3 xb)
     ffn_bwd(k, c, Q, dio, &a->n3, p->n3_w, g->n3_w, g->n3_b, p->l1_w, g->l1_w,
             g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
-            ws->dC, dxb, grad_acc(ws));
+            ws->dC, dxb, bw->acc);
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     const int L2w = c->L * 2 * w;
     // (absorbed form: the memory gradient goes straight into dM)
@@ -271,12 +287,12 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
               ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
               ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
               ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w,
-              grad_acc(ws));
+              bw->acc);
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
     // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
     float *dO = ws->dA, *dqkv = ws->dB_, *dln = ws->dC;
-    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, grad_acc(ws));
+    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, bw->acc);
     k->colsum(Q, w, dxa, g->sa_out_b);
     k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
     zero(dqkv, (size_t)Q * 3 * w);
@@ -291,7 +307,7 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
                          ws->att_scratch + ws->qq_off[b]);
     );
     k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w,
-               grad_acc(ws));
+               bw->acc);
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
     bias_blocks(k, Q, 3 * w, dqkv, ws->dbias, w, q_and_v, 2, g->sa_in_b);
     k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p->sa_in_w, w, dln, w, 0);
@@ -301,9 +317,11 @@ static void field_bwd(const clef_kernels *k, clef_head *hd, int j, clef_ws *ws,
 
 // Routing layer backward: dio (O, w) holds ∂L/∂out on entry and ∂L/∂R on
 // exit; the memory gradient goes through memory_norm into dM.
-static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
-                      float *dio)
+static void route_bwd(const bwd *bw, int i, float *dio)
 {
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const int w = c->w, O = ws->O, T = ws->T;
     const att_rows ar = {ws->o_off, ws->t_off, ws->ot_off};
@@ -313,7 +331,7 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
 
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
-            ws->dA, ws->dB_, ws->dC, ws->dR1, grad_acc(ws));
+            ws->dA, ws->dB_, ws->dC, ws->dR1, bw->acc);
     const clef_mem_absorb ab = clef_route_absorb(ws, a);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
     if (ws->absorb_route)
@@ -323,10 +341,10 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
     mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
               g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
               ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC,
-              ws->absorb_route ? &ab : NULL, ws->dmt, w, grad_acc(ws));
+              ws->absorb_route ? &ab : NULL, ws->dmt, w, bw->acc);
     if (!ws->absorb_route)
         mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
-                   ws->dbias, ws->dmt, 0, grad_acc(ws));
+                   ws->dbias, ws->dmt, 0, bw->acc);
     clef_rows_layernorm_bwd(k, T, w, ws->dmt, a->mn.xhat, a->mn.rstd, p->mn_w,
                             ws->dM, g->mn_w, g->mn_b, ws->ln_part);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
@@ -335,8 +353,11 @@ static void route_bwd(const clef_kernels *k, clef_head *hd, int i, clef_ws *ws,
 
 // Sections 7 and 6 backward: field input F⁰ → B, type embedding, W_g, g,
 // and the summary softmax into R and B; then W_q and qv.
-static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
+static void summary_bwd(const bwd *bw)
 {
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
@@ -351,7 +372,7 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
     for (int b = 0; b < nb; b++)
         k->colsum(ws->q_off[b + 1] - ws->q_off[b], w,
                   dF0 + (size_t)ws->q_off[b] * w, sum + (size_t)b * w);
-    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, grad_acc(ws));
+    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, bw->acc);
     k->gemm_nn(nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
     float *dS = ws->dxa; // (Q, w)
     zero(dS, (size_t)Q * w);
@@ -384,19 +405,22 @@ static void summary_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
             dbq[i] += gs * ro[i];
         }
     }
-    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, grad_acc(ws));
+    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, bw->acc);
     k->gemm_nn(Q, d, w, dB, w, P->W_q, d, ws->dqv, d, 1); // dqv += dB W_q
 }
 
 // Section 4 backward: R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner].
-static void queries_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws)
+static void queries_bwd(const bwd *bw)
 {
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
     const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     const float *dR0 = ws->dR; // (O, w)
-    const int acc = grad_acc(ws);
+    const int acc = bw->acc;
     k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, acc);
     k->gemm_nn(O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
     k->gemm_tn(w, d, O, dR0, w, ws->lex, d, G->W_l, d, acc);
@@ -545,9 +569,11 @@ static void wm_grad_cols(int w, int d, int i0, int i1, const float *restrict D,
     }
 }
 
-static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
-                       const clef_side_work *side)
+static void memory_bwd(const bwd *bw, const clef_side_work *side)
 {
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
@@ -571,7 +597,7 @@ static void memory_bwd(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     CLEF_PAR_FOR((size_t)w * d > (1 << 16), int, blk, nblk,
         const int i0 = blk * WM_BLOCK, i1 = d - i0 < WM_BLOCK ? d : i0 + WM_BLOCK;
         wm_grad_cols(w, d, i0, i1, D, P->W_m, cs, P->hn_w, P->hn_b, G->W_m,
-                     G->hn_w, G->hn_b, ws->grads_fresh);
+                     G->hn_w, G->hn_b, !bw->acc);
     );
     for (int q = 0; q < Q; q++)
         for (int i = 0; i < d; i++) {
@@ -617,26 +643,19 @@ static int owned_by_a_pass(const clef_head *hd, const float *g)
     return 0;
 }
 
-void clef_grads_prepare(clef_head *hd, clef_ws *ws)
+void clef_grads_prepare(clef_head *hd)
 {
     for (int t = 0; t < hd->ntensors; t++) {
         float *g = hd->grads + hd->tensors[t].offset;
         if (!owned_by_a_pass(hd, g))
             memset(g, 0, sizeof(float) * hd->tensors[t].numel);
     }
-    ws->grads_fresh = 1;
 }
 
-void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
-                         const float *dz)
+void clef_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                   const float *dz, int acc, const clef_side_work *side)
 {
-    clef_batch_backward_with(k, hd, ws, dz, NULL);
-}
-
-void clef_batch_backward_with(const clef_kernels *k, clef_head *hd,
-                              clef_ws *ws, const float *dz,
-                              const clef_side_work *side)
-{
+    const bwd bw = {k, hd, ws, acc};
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
@@ -646,7 +665,7 @@ void clef_batch_backward_with(const clef_kernels *k, clef_head *hd,
     zero(ws->dqv, (size_t)Q * d);
     zero(ws->dg, (size_t)ws->nb * d);
 
-    score_bwd(k, hd, ws, dz); // → dR, dF = ∂L/∂F̂, dqv, dg
+    score_bwd(&bw, dz); // → dR, dF = ∂L/∂F̂, dqv, dg
     // field_norm, then the field layers in reverse
     memcpy(ws->dx, ws->dF, sizeof(float) * (size_t)Q * w);
     zero(ws->dF, (size_t)Q * w);
@@ -654,14 +673,20 @@ void clef_batch_backward_with(const clef_kernels *k, clef_head *hd,
     if (!ws->absorb_field)
         zero(ws->dkvc, (size_t)T * c->L * 2 * w);
     for (int j = c->L - 1; j >= 0; j--)
-        field_bwd(k, hd, j, ws, ws->dF);
+        field_bwd(&bw, j, ws->dF);
     if (!ws->absorb_field)
-        field_kv_bwd(k, hd, ws);
-    summary_bwd(k, hd, ws); // dF = ∂L/∂F⁰ → dR, dqv, dg
+        field_kv_bwd(&bw);
+    summary_bwd(&bw); // dF = ∂L/∂F⁰ → dR, dqv, dg
     for (int i = c->R - 1; i >= 0; i--)
-        route_bwd(k, hd, i, ws, ws->dR);
-    queries_bwd(k, hd, ws);
-    memory_bwd(k, hd, ws, side);
+        route_bwd(&bw, i, ws->dR);
+    queries_bwd(&bw);
+    memory_bwd(&bw, side);
+}
+
+void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                         const float *dz)
+{
+    clef_backward(k, hd, ws, dz, 1, NULL);
 }
 
 void clef_head_backward(const clef_kernels *k, clef_head *hd,

@@ -1,8 +1,8 @@
 // One training update: forward, loss, backward, clipping and AdamW
 // (HEAD.md §8).
 #include "acts.h"
+#include "backward.h"
 #include "batch.h"
-#include "forward.h"
 #include "head.h"
 #include "loss.h"
 #include "par.h"
@@ -242,7 +242,7 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
 {
     int n_q, n_score;
     clef_batch_counts(recs, n, &n_q, &n_score);
-    clef_grads_prepare(hd, ws); // the first pass writes the big weight grads
+    clef_grads_prepare(hd); // the first pass writes the big weight grads
     double loss = 0.0;
     // One packed pass when the batch fits the workspace; otherwise packed
     // sub-batches in order. Backward accumulates and the loss is normalised
@@ -262,9 +262,9 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
         int m = fitting_prefix(ws, recs + b, n - b);
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
         loss += clef_update_loss(k, ws, o, n_q, n_score);
-        clef_batch_backward_with(k, hd, ws, ws->dz,
-                                 beside && b + m == n ? &side : NULL);
-        ws->grads_fresh = 0; // later sub-batches add
+        // the first pass writes the owned weight gradients, later ones add
+        clef_backward(k, hd, ws, ws->dz, b > 0,
+                      beside && b + m == n ? &side : NULL);
         b += m;
     }
     if (o->max_grad_norm > 0)
