@@ -438,13 +438,14 @@ static void queries_bwd(const bwd *bw)
 // D (w, d) = dMᵀ x̂ = Σ_b dM_bᵀ x̂_b (records in order: x̂ stays in each
 // record) is computed in d_chunks column blocks, fixed by the
 // shape and never by the thread count (a block's bits do not depend on who
-// runs it), so that the update's side work can share the team with it:
+// runs it), so that the update's AdamW can share the team with it
+// (core/train.c):
 // about one block per ws->d_block_flops of D (default 2 GFLOP: ~20 ms on
 // one core; the team then waits at most about the last, smallest block;
 // 1 GFLOP split mid batch 4's D in two and cost it 1-2 %), at most 8. dM is
 // packed once for all of them when the backend pre-packs (ws->pk, dm_pk),
 // else each block packs all of dM again (a w×T copy). The blocks
-// shrink towards the end (d_bound), so the thread that ends the side work
+// shrink towards the end (d_bound), so the thread that ends AdamW
 // and the one that ends the last large block wait little for each other.
 // Released, batch 4, 2 threads: 4 equal blocks left one thread idle 40 ms
 // of the 170 ms; 8 shrinking ones end within 3 ms of each other at 150 ms.
@@ -504,37 +505,15 @@ static void d_pack(clef_ws *ws, int w)
     );
 }
 
-// The D blocks and the side work's chunks, from two pools on the team:
-// thread 0 starts on D, the others on the side work, and each then helps
-// with the other pool. Every item runs on one thread (GEMMs inside the
-// region run single-threaded), so the bits are those of a serial run.
-static void d_with_side(const clef_kernels *k, clef_ws *ws, int w, int d,
-                        int nc, const clef_side_work *side)
+int clef_memory_bwd_blocks(const clef_ws *ws)
 {
-    int next_d = 0, next_s = 0;
-#pragma omp parallel
-    {
-        const int t = omp_get_thread_num();
-        for (int pass = 0; pass < 2; pass++) {
-            const int on_d = (pass == 0) == (t == 0);
-            for (;;) {
-                int i;
-                if (on_d) {
-#pragma omp atomic capture
-                    i = next_d++;
-                    if (i >= nc)
-                        break;
-                    d_chunk(k, ws, w, d, nc, i);
-                } else {
-#pragma omp atomic capture
-                    i = next_s++;
-                    if (i >= side->n)
-                        break;
-                    side->run(side->ctx, i);
-                }
-            }
-        }
-    }
+    return d_chunks(ws, ws->cfg.d, ws->cfg.w);
+}
+
+void clef_memory_bwd_block(const clef_kernels *k, clef_ws *ws, int i)
+{
+    const int d = ws->cfg.d, w = ws->cfg.w;
+    d_chunk(k, ws, w, d, d_chunks(ws, d, w), i);
 }
 
 // Columns [i0, i1) of dW_m (w, d) = D ⊙ γ + c βᵀ (added unless fresh), and
@@ -569,27 +548,14 @@ static void wm_grad_cols(int w, int d, int i0, int i1, const float *restrict D,
     }
 }
 
-static void memory_bwd(const bwd *bw, const clef_side_work *side)
+void clef_memory_bwd_finish(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                            int acc)
 {
-    const clef_kernels *k = bw->k;
-    clef_head *hd = bw->hd;
-    clef_ws *ws = bw->ws;
     const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
     clef_tensors *G = &hd->g;
     const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
-    float *D = ws->dwd, *cs = ws->dvec;
-    const int nc = d_chunks(ws, d, w);
-    if (ws->pk) // op(A) = dM_bᵀ of every block, packed once
-        d_pack(ws, w);
-    if (side && clef_par_team())
-        d_with_side(k, ws, w, d, nc, side);
-    else {
-        for (int ch = 0; ch < nc; ch++) // D (w, d)
-            d_chunk(k, ws, w, d, nc, ch);
-        for (int i = 0; side && i < side->n; i++)
-            side->run(side->ctx, i);
-    }
+    float *D = ws->dwd, *cs = ws->dvec; // D (w, d) from the blocks
     zero(cs, w);
     k->colsum(T, w, ws->dM, cs);
     // threads own column blocks; each column sums over j in order
@@ -597,7 +563,7 @@ static void memory_bwd(const bwd *bw, const clef_side_work *side)
     CLEF_PAR_FOR((size_t)w * d > (1 << 16), int, blk, nblk,
         const int i0 = blk * WM_BLOCK, i1 = d - i0 < WM_BLOCK ? d : i0 + WM_BLOCK;
         wm_grad_cols(w, d, i0, i1, D, P->W_m, cs, P->hn_w, P->hn_b, G->W_m,
-                     G->hn_w, G->hn_b, !bw->acc);
+                     G->hn_w, G->hn_b, !acc);
     );
     for (int q = 0; q < Q; q++)
         for (int i = 0; i < d; i++) {
@@ -652,8 +618,8 @@ void clef_grads_prepare(clef_head *hd)
     }
 }
 
-void clef_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
-                   const float *dz, int acc, const clef_side_work *side)
+void clef_backward_upto_d(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                          const float *dz, int acc)
 {
     const bwd bw = {k, hd, ws, acc};
     const clef_config *c = &hd->cfg;
@@ -680,13 +646,24 @@ void clef_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     for (int i = c->R - 1; i >= 0; i--)
         route_bwd(&bw, i, ws->dR);
     queries_bwd(&bw);
-    memory_bwd(&bw, side);
+    if (ws->pk) // op(A) = dM_bᵀ of every block of D, packed once
+        d_pack(ws, w);
+}
+
+void clef_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                   const float *dz, int acc)
+{
+    clef_backward_upto_d(k, hd, ws, dz, acc);
+    const int nd = clef_memory_bwd_blocks(ws);
+    for (int i = 0; i < nd; i++) // D (w, d)
+        clef_memory_bwd_block(k, ws, i);
+    clef_memory_bwd_finish(k, hd, ws, acc);
 }
 
 void clef_batch_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,
                          const float *dz)
 {
-    clef_backward(k, hd, ws, dz, 1, NULL);
+    clef_backward(k, hd, ws, dz, 1);
 }
 
 void clef_head_backward(const clef_kernels *k, clef_head *hd,

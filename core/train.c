@@ -149,7 +149,8 @@ static void adamw_tensors(const clef_kernels *k, clef_head *hd,
         }
         if (!late_only || late) {
             a.decay = decays(o, ti) ? (float)o->weight_decay : 0.f;
-            const size_t off = ti->offset, nchunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
+            const size_t off = ti->offset,
+                         nchunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
             CLEF_PAR_FOR(nchunks > 2, size_t, ci, nchunks,
                 const size_t c0 = ci * ADAMW_CHUNK;
                 const size_t m = n - c0 < ADAMW_CHUNK ? n - c0 : ADAMW_CHUNK;
@@ -168,17 +169,17 @@ void clef_adamw_step(const clef_kernels *k, clef_head *hd,
     adamw_tensors(k, hd, o, adamw_args(o, hd->step), 0);
 }
 
-// AdamW as side work of the last backward pass (clef_side_work): item i is
-// chunk i of the tensors that are final before the memory backward, counted
-// tensor by tensor.
-typedef struct adamw_side {
+// AdamW of one step over the tensors that are final before the memory
+// backward's D (every one but the late ones), in ADAMW_CHUNK chunks counted
+// tensor by tensor: item i of early_chunks is chunk i.
+typedef struct adamw_run {
     const clef_kernels *k;
     clef_head *hd;
     const clef_train_opts *o;
     clef_adamw_args a;
-} adamw_side;
+} adamw_run;
 
-static int adamw_side_count(const clef_head *hd)
+static int early_chunks(const clef_head *hd)
 {
     size_t n = 0;
     for (int t = 0; t < hd->ntensors; t++)
@@ -187,9 +188,8 @@ static int adamw_side_count(const clef_head *hd)
     return (int)n;
 }
 
-static void adamw_side_run(void *ctx, int i)
+static void early_chunk(const adamw_run *s, int i)
 {
-    const adamw_side *s = ctx;
     clef_head *hd = s->hd;
     for (int t = 0; t < hd->ntensors; t++) {
         const clef_tensor_info *ti = &hd->tensors[t];
@@ -203,11 +203,55 @@ static void adamw_side_run(void *ctx, int i)
         clef_adamw_args a = s->a;
         a.decay = decays(s->o, ti) ? (float)s->o->weight_decay : 0.f;
         const size_t c0 = (size_t)i * ADAMW_CHUNK, off = ti->offset + c0;
-        const size_t m = ti->numel - c0 < ADAMW_CHUNK ? ti->numel - c0 : ADAMW_CHUNK;
+        const size_t m =
+            ti->numel - c0 < ADAMW_CHUNK ? ti->numel - c0 : ADAMW_CHUNK;
         s->k->adamw(m, hd->params + off, hd->grads + off, hd->m + off,
                     hd->v + off, &a);
         return;
     }
+}
+
+// The memory backward's D blocks (core/backward.h) and the early AdamW
+// chunks, from two pools on the team: thread 0 starts on D, the others on
+// AdamW, and each then helps with the other pool. Every item runs on one
+// thread (GEMMs inside the region run single-threaded), so the bits are
+// those of a serial run.
+static void d_beside_adamw(const clef_kernels *k, clef_ws *ws,
+                           const adamw_run *s)
+{
+    const int nd = clef_memory_bwd_blocks(ws), na = early_chunks(s->hd);
+    int next_d = 0, next_a = 0;
+#pragma omp parallel
+    {
+        const int t = omp_get_thread_num();
+        for (int pass = 0; pass < 2; pass++) {
+            const int on_d = (pass == 0) == (t == 0);
+            for (;;) {
+                int i;
+                if (on_d) {
+#pragma omp atomic capture
+                    i = next_d++;
+                    if (i >= nd)
+                        break;
+                    clef_memory_bwd_block(k, ws, i);
+                } else {
+#pragma omp atomic capture
+                    i = next_a++;
+                    if (i >= na)
+                        break;
+                    early_chunk(s, i);
+                }
+            }
+        }
+    }
+}
+
+// D's blocks in order, each block's products on the whole team.
+static void d_blocks(const clef_kernels *k, clef_ws *ws)
+{
+    const int nd = clef_memory_bwd_blocks(ws);
+    for (int i = 0; i < nd; i++)
+        clef_memory_bwd_block(k, ws, i);
 }
 
 // torch.nn.utils.clip_grad_norm_: scale by c / (‖g‖ + 1e-6) when below 1.
@@ -236,6 +280,12 @@ static int fitting_prefix(const clef_ws *ws, const clef_record *const *recs,
     return m;
 }
 
+// One packed pass when the batch fits the workspace; otherwise packed
+// sub-batches in order. Backward accumulates and the loss is normalised by
+// the whole batch's N, so both compute the same update. Without clipping,
+// AdamW of every tensor but the late ones runs beside the last pass's
+// memory backward (its last GEMM, D, which reads none of them):
+// bandwidth-bound AdamW next to a compute-bound GEMM instead of after it.
 double clef_train_step(const clef_kernels *k, clef_head *hd,
                        const clef_record *const *recs, int n, clef_ws *ws,
                        const clef_train_opts *o)
@@ -243,32 +293,28 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     int n_q, n_score;
     clef_batch_counts(recs, n, &n_q, &n_score);
     clef_grads_prepare(hd); // the first pass writes the big weight grads
-    double loss = 0.0;
-    // One packed pass when the batch fits the workspace; otherwise packed
-    // sub-batches in order. Backward accumulates and the loss is normalised
-    // by the whole batch's N, so both compute the same update.
-    // Without clipping, AdamW of every tensor but W_m and hidden_norm runs
-    // beside the last pass's memory backward (its last GEMM, which reads
-    // none of them): bandwidth-bound AdamW next to a compute-bound GEMM
-    // instead of after it.
     hd->step++;
-    adamw_side as = {k, hd, o, adamw_args(o, hd->step)};
-    const clef_side_work side = {adamw_side_run, &as, adamw_side_count(hd)};
+    const adamw_run ad = {k, hd, o, adamw_args(o, hd->step)};
     // (Not for a head whose AdamW runs on one thread anyway: the region
     // would cost more than it hides, 7,680 times in the seed's experiment.)
     const int beside = !(o->max_grad_norm > 0) && clef_par_team() &&
                        hd->nparams > 2 * ADAMW_CHUNK;
+    double loss = 0.0;
     for (int b = 0; b < n;) {
-        int m = fitting_prefix(ws, recs + b, n - b);
+        const int m = fitting_prefix(ws, recs + b, n - b);
+        const int acc = b > 0; // the first pass writes, later ones add
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
         loss += clef_update_loss(k, ws, o, n_q, n_score);
-        // the first pass writes the owned weight gradients, later ones add
-        clef_backward(k, hd, ws, ws->dz, b > 0,
-                      beside && b + m == n ? &side : NULL);
+        clef_backward_upto_d(k, hd, ws, ws->dz, acc);
+        if (beside && b + m == n)
+            d_beside_adamw(k, ws, &ad);
+        else
+            d_blocks(k, ws);
+        clef_memory_bwd_finish(k, hd, ws, acc);
         b += m;
     }
     if (o->max_grad_norm > 0)
         clip_grads(hd, o->max_grad_norm);
-    adamw_tensors(k, hd, o, as.a, beside ? 1 : 0);
+    adamw_tensors(k, hd, o, ad.a, beside); // the late tensors only, if beside
     return loss;
 }
