@@ -107,11 +107,8 @@ static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
     k->colsum(nq, w, dy, g_out_b);
     k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
     if (ab)
-        clef_memattn_bwd(k, &ab->ma, q, in_w + (size_t)w * w,
-                         in_w + (size_t)2 * w * w, ab->qt, att, ab->mt, dO,
-                         g_in_w + (size_t)w * w, g_in_w + (size_t)2 * w * w,
-                         g_in_b + 2 * w, dq, dmem, lddm, ab->scr, ab->scr2,
-                         ab->ascr, acc);
+        clef_memattn_bwd(k, ab, (clef_inproj){(float *)in_w, NULL},
+                         (clef_inproj){g_in_w, g_in_b}, dO, dq, dmem, acc);
     else
         zero(dq, (size_t)nq * w);
     CLEF_PAR_FOR(!ab && nb > 1, int, b, ab ? 0 : nb,

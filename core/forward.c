@@ -86,9 +86,8 @@ static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
     const int w = c->w, h = c->h, nq = ar->q_off[nb], nk = ar->k_off[nb];
     clef_linear_fwd(k, nq, w, w, xq, in_w, in_b, q);
     if (ab) { // K and V never formed (core/memattn.h)
-        clef_memattn_fwd(k, &ab->ma, q, in_w + (size_t)w * w,
-                         in_w + (size_t)2 * w * w, in_b + 2 * w, ab->qt, att,
-                         ab->mt, ab->scr, o);
+        clef_memattn_fwd(k, ab, (clef_inproj){(float *)in_w, (float *)in_b},
+                         o);
     } else {
         if (xkv)
             clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w,
@@ -131,7 +130,7 @@ clef_mem_absorb clef_route_absorb(const clef_ws *ws, const route_acts *a)
     return (clef_mem_absorb){
         {ws->nb, w, ws->cfg.h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w,
          ws->pk ? &a->mpk : NULL},
-        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+        a->q, a->qt, a->att, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
 }
 
 clef_mem_absorb clef_field_absorb(const clef_ws *ws, const field_acts *a)
@@ -140,7 +139,7 @@ clef_mem_absorb clef_field_absorb(const clef_ws *ws, const field_acts *a)
     return (clef_mem_absorb){
         {ws->nb, w, ws->cfg.h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w,
          ws->pk ? &ws->field_mpk : NULL},
-        a->qt, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
+        a->qc, a->qt, a->ca, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
 }
 
 // Evidence routing layer: options attend to their record's memory, never to

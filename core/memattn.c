@@ -40,10 +40,16 @@ int clef_memattn_absorbs(int mode, int w, int h, double nqT, double T)
 // The per-head products (nq, w, dh) are small GEMMs that would each run on
 // one thread: the heads themselves split across threads once the products
 // together are worth it. Each head writes its own rows or columns.
-static int heads_parallel(int nq, int w) { return (double)nq * w * w >= 1e6; }
+static int heads_parallel(int nq, int w)
+{
+    return (double)nq * w * w >= 1e6;
+}
 
 // The score scale of every attention kernel: 1/√dh rounded to float.
-static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
+static float attn_scale(int dh)
+{
+    return (float)(1.0 / sqrt((double)dh));
+}
 
 // Copies between the two row orders, scaled by s (s = 1 copies exactly):
 // head-major → record-major when to_records, else the reverse.
@@ -126,20 +132,22 @@ static void mem_nn(const clef_kernels *k, const clef_memattn *ma, int b, int n,
 {
     const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
     const clef_mempack *pk = ma->pk;
-    if (pk && pk->ops->gemm_pb(0, n, ma->w, T, P, T, pk->nn + pk->nn_off[b],
-                               C, ma->w, acc) == 0)
+    if (pk && pk->ops->gemm_pb(0, n, ma->w, T, P, T, pk->nn + pk->nn_off[b], C,
+                               ma->w, acc) == 0)
         return;
     k->gemm_nn(n, ma->w, T, P, T, ma->mem + (size_t)t0 * ma->ldm, ma->ldm, C,
                ma->w, acc);
 }
 
-void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
-                      const float *q, const float *W_k, const float *W_v,
-                      const float *b_v, float *qt, float *att, float *mt,
-                      float *scr, float *o)
+void clef_memattn_fwd(const clef_kernels *k, const clef_mem_absorb *ab,
+                      clef_inproj p, float *o)
 {
+    const clef_memattn *ma = &ab->ma;
     const int w = ma->w, h = ma->h, dh = w / h, nq = ma->q_off[ma->nb];
     const int par = heads_parallel(nq, w);
+    const float *q = ab->q, *W_k = p.w + (size_t)w * w; // (nq, w), (w, w)
+    const float *W_v = p.w + (size_t)2 * w * w, *b_v = p.b + 2 * w;
+    float *qt = ab->qt, *att = ab->att, *mt = ab->mt, *scr = ab->scr;
     // scr (head-major) = q_h W_k,h; qt = s · scr, record-major
     CLEF_PAR_FOR(par, int, hh, h,
         k->gemm_nn(nq, w, dh, q + hh * dh, w, W_k + (size_t)hh * dh * w, w,
@@ -164,15 +172,18 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
     clef_rows_bias_add(k, nq, w, b_v, o);
 }
 
-void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
-                      const float *q, const float *W_k, const float *W_v,
-                      const float *qt, const float *att, const float *mt,
-                      const float *dO, float *gW_k, float *gW_v, float *gb_v,
-                      float *dq, float *dmem, int lddm, float *scr1,
-                      float *scr2, float *ascr, int wacc)
+void clef_memattn_bwd(const clef_kernels *k, const clef_mem_absorb *ab,
+                      clef_inproj p, clef_inproj g, const float *dO, float *dq,
+                      float *dmem, int wacc)
 {
+    const clef_memattn *ma = &ab->ma;
     const int w = ma->w, h = ma->h, dh = w / h, nq = ma->q_off[ma->nb];
-    const int par = heads_parallel(nq, w);
+    const int par = heads_parallel(nq, w), lddm = w;
+    const float *q = ab->q, *qt = ab->qt, *att = ab->att, *mt = ab->mt;
+    const float *W_k = p.w + (size_t)w * w, *W_v = p.w + (size_t)2 * w * w;
+    float *gW_k = g.w + (size_t)w * w, *gW_v = g.w + (size_t)2 * w * w;
+    float *gb_v = g.b + 2 * w, *scr1 = ab->scr, *scr2 = ab->scr2;
+    float *ascr = ab->ascr;
     // o_h = mt_h W_v,hᵀ + b_v,h: dmt_h = dO_h W_v,h; dW_v,h += dO_hᵀ mt_h
     CLEF_PAR_FOR(par, int, hh, h,
         k->gemm_nn(nq, w, dh, dO + hh * dh, w, W_v + (size_t)hh * dh * w, w,

@@ -51,16 +51,31 @@ size_t clef_mempack_bound(int nb, int T, int w);
 // Packs ma->mem into ma->pk (records in parallel).
 void clef_memattn_pack(const clef_memattn *ma);
 
-// The absorbed form of one attention: the batch view and the buffers it
-// saves (qt, mt) or scribbles on (scr) in the forward pass.
+// The absorbed form of one attention: the batch view, its projected queries
+// q (nq, w: in_proj rows [0, w) applied), the buffers the forward pass saves
+// (qt and mt: h·nq·w floats each, att: the maps) or scribbles on (scr).
+// qt holds record b's heads at rows h·q_off[b] .., mt head h at rows h·nq ..
 typedef struct clef_mem_absorb {
     clef_memattn ma;
-    float *qt, *mt, *scr; // saved qt, mt; scratch (h·nq, w)
-    float *scr2, *ascr;   // backward scratch: (h·nq, w); 2·h·Σ nq_b·T_b
+    const float *q;
+    float *qt, *att, *mt;
+    float *scr;         // scratch (h·nq, w)
+    float *scr2, *ascr; // backward scratch: (h·nq, w); 2·h·Σ nq_b·T_b
 } clef_mem_absorb;
 
+// An attention's packed in_proj as the reference stores it, params or grads:
+// w (3w, w) = [W_q; W_k; W_v], b (3w). The absorbed form reads W_k, W_v and
+// b_v (b_k: see clef_memattn_bwd).
+typedef struct clef_inproj {
+    float *w, *b;
+} clef_inproj;
+
 // Which form runs: CLEF_MEMATTN_AUTO picks the one with fewer multiply-adds.
-enum { CLEF_MEMATTN_AUTO = 0, CLEF_MEMATTN_PROJECT = 1, CLEF_MEMATTN_ABSORB = 2 };
+enum {
+    CLEF_MEMATTN_AUTO = 0,
+    CLEF_MEMATTN_PROJECT = 1,
+    CLEF_MEMATTN_ABSORB = 2
+};
 
 // The CLEF_MEMATTN_* of "auto", "project" or "absorb"; -1 for anything else.
 int clef_memattn_mode(const char *name);
@@ -69,25 +84,18 @@ int clef_memattn_mode(const char *name);
 // whose Σ_b nq_b·T_b is nqT, against T memory rows in all.
 int clef_memattn_absorbs(int mode, int w, int h, double nqT, double T);
 
-// Forward. q (nq, w) the projected queries (in_proj rows [0, w) applied),
-// W_k, W_v (w, w) in_proj rows [w, 2w) and [2w, 3w), b_v (w).
-// Saves qt (h·nq, w: record b's heads at rows h·q_off[b] ..), att and
-// mt (h·nq, w: head h at rows h·nq ..). o (nq, w) is overwritten.
-// scr: h·nq·w floats.
-void clef_memattn_fwd(const clef_kernels *k, const clef_memattn *ma,
-                      const float *q, const float *W_k, const float *W_v,
-                      const float *b_v, float *qt, float *att, float *mt,
-                      float *scr, float *o);
+// Forward from ab->q with in_proj p: saves ab->qt, ab->att, ab->mt;
+// o (nq, w) is overwritten.
+void clef_memattn_fwd(const clef_kernels *k, const clef_mem_absorb *ab,
+                      clef_inproj p, float *o);
 
-// Backward given dO (nq, w): dq (nq, w) overwritten; gb_v and dmem (T, lddm)
-// accumulated, gW_k and gW_v too when wacc (else overwritten: the update's
-// first backward, clef_grads_prepare). scr1, scr2: h·nq·w floats each; ascr:
-// 2·h·Σ_b nq_b·T_b floats (a slice per record: records run in parallel).
-void clef_memattn_bwd(const clef_kernels *k, const clef_memattn *ma,
-                      const float *q, const float *W_k, const float *W_v,
-                      const float *qt, const float *att, const float *mt,
-                      const float *dO, float *gW_k, float *gW_v, float *gb_v,
-                      float *dq, float *dmem, int lddm, float *scr1,
-                      float *scr2, float *ascr, int wacc);
+// Backward given dO (nq, w), with in_proj p and its gradient g: dq (nq, w)
+// overwritten; g.b's b_v and dmem (T, w) accumulated, g.w's W_k and W_v
+// rows too when wacc (else overwritten: the update's first backward,
+// clef_grads_prepare). The key bias gets no gradient: zero by construction.
+// Records run in parallel, each on its own slice of ab->ascr.
+void clef_memattn_bwd(const clef_kernels *k, const clef_mem_absorb *ab,
+                      clef_inproj p, clef_inproj g, const float *dO, float *dq,
+                      float *dmem, int wacc);
 
 #endif
