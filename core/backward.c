@@ -77,12 +77,6 @@ static void ffn_bwd(const clef_kernels *k, const clef_config *c, int rows,
     ln_bwd(k, rows, w, dln, ln, ln_w, dx, g_ln_w, g_ln_b);
 }
 
-// Which rows of the batch a per-record attention sees (as in forward.c).
-typedef struct att_rows {
-    const int *q_off, *k_off;
-    const size_t *m_off;
-} att_rows;
-
 // Backward of y = resid + MHA(xq, K | V) over the batch, query side (the
 // residual part is the caller's): out_proj, attention and the query rows of
 // in_proj. dxq (nq, w) is overwritten; the K | V gradients are ADDED to dkv
@@ -278,12 +272,12 @@ static void field_bwd(const bwd *bw, int j, float *dio)
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     const int L2w = c->L * 2 * w;
     // (absorbed form: the memory gradient goes straight into dM)
-    const clef_mem_absorb ab = clef_field_absorb(ws, a);
+    const mha_view v = clef_field_view(ws, j);
     mha_bwd_q(k, c, ws->nb, &ar, dxb, a->n2.y, p->ca_in_w, p->ca_out_w,
               g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc,
               ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
               ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
-              ws->dC, ws->absorb_field ? &ab : NULL, ws->dM, w,
+              ws->dC, ws->absorb_field ? &v.ab : NULL, ws->dM, w,
               bw->acc);
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
@@ -329,7 +323,7 @@ static void route_bwd(const bwd *bw, int i, float *dio)
     ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
             g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
             ws->dA, ws->dB_, ws->dC, ws->dR1, bw->acc);
-    const clef_mem_absorb ab = clef_route_absorb(ws, a);
+    const mha_view v = clef_route_view(ws, i);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
     if (ws->absorb_route)
         zero(ws->dmt, (size_t)T * w);
@@ -338,7 +332,7 @@ static void route_bwd(const bwd *bw, int i, float *dio)
     mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
               g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
               ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC,
-              ws->absorb_route ? &ab : NULL, ws->dmt, w, bw->acc);
+              ws->absorb_route ? &v.ab : NULL, ws->dmt, w, bw->acc);
     if (!ws->absorb_route)
         mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
                    ws->dbias, ws->dmt, 0, bw->acc);

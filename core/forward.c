@@ -23,10 +23,11 @@ void clef_linear_fwd(const clef_kernels *k, int rows, int out, int in,
         clef_rows_bias_add(k, rows, out, b, y);
 }
 
+// a (rows, n) = LayerNorm p of x (rows, n), with x̂ and 1/σ saved.
 static void ln_fwd(const clef_kernels *k, int rows, int n, const float *x,
-                   const float *gamma, const float *beta, ln_acts *a)
+                   ln_tensors p, const ln_acts *a)
 {
-    clef_rows_layernorm_fwd(k, rows, n, x, gamma, beta, a->y, a->xhat, a->rstd);
+    clef_rows_layernorm_fwd(k, rows, n, x, p.w, p.b, a->y, a->xhat, a->rstd);
 }
 
 // One row: y (n) = x (n) ⊙ γ + β. omp simd: -O2's cheap vectorizer leaves
@@ -64,113 +65,67 @@ static void affine_memory(const clef_ws *ws, const float *gamma,
     );
 }
 
-// Which rows of the batch a per-record attention sees: queries from
-// q_off[b], keys from k_off[b], maps at m_off[b].
-typedef struct att_rows {
-    const int *q_off, *k_off;
-    const size_t *m_off;
-} att_rows;
-
-// y (nq, w) = resid + MHA(xq (nq, w), K | V) with packed in_proj, over the
-// whole batch: projections are one GEMM each, attention runs per record.
-// kv (nk, ldkv) holds K in its first w columns and V in the next w: computed
-// here from xkv (nk, w) when xkv is non-NULL (then ldkv = 2w), else given.
-// Saves q (nq, w), kv, att (h, maps), o (nq, w).
-static void mha_fwd(const clef_kernels *k, const clef_config *c, int nb,
-                    const att_rows *ar, const float *xq, const float *xkv,
-                    const float *in_w, const float *in_b, const float *out_w,
-                    const float *out_b, float *q, float *kv, int ldkv,
-                    float *att, float *o, const float *resid, float *y,
-                    const clef_mem_absorb *ab)
+// K | V attention of each record over its own rows (project form): o from
+// v->q and v->kv, the maps into v->att. Records are independent: one thread
+// per record when several.
+static void attention_records(const clef_kernels *k, const mha_view *v)
 {
-    const int w = c->w, h = c->h, nq = ar->q_off[nb], nk = ar->k_off[nb];
-    clef_linear_fwd(k, nq, w, w, xq, in_w, in_b, q);
-    if (ab) { // K and V never formed (core/memattn.h)
-        clef_memattn_fwd(k, ab, (clef_inproj){(float *)in_w, (float *)in_b},
-                         o);
+    const int w = v->w, h = v->h, ldkv = v->ldkv;
+    const att_rows *ar = &v->rows;
+    CLEF_PAR_FOR(v->nb > 1, int, b, v->nb,
+        const int q0 = ar->q_off[b], k0 = ar->k_off[b];
+        const float *kvb = v->kv + (size_t)k0 * ldkv;
+        k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
+                         w / h, v->q + (size_t)q0 * w, w, kvb, ldkv, kvb + w,
+                         ldkv, v->att + h * ar->m_off[b], v->o + (size_t)q0 * w,
+                         w);
+    );
+}
+
+// y (nq, w) = resid + MHA(xq (nq, w), K | V) with packed in_proj p, over the
+// whole batch: projections are one GEMM each, attention runs per record.
+// K | V are computed here from xkv (nk, w) when xkv is non-NULL (then
+// v->ldkv = 2w), else already in v->kv. Saves v's q, kv, att and o (or the
+// absorbed form's state).
+static void mha_fwd(const clef_kernels *k, const mha_view *v, mha_tensors p,
+                    const float *xq, const float *xkv, const float *resid,
+                    float *y)
+{
+    const int w = v->w, nq = v->rows.q_off[v->nb], nk = v->rows.k_off[v->nb];
+    clef_linear_fwd(k, nq, w, w, xq, p.in.w, p.in.b, v->q);
+    if (v->absorbed) { // K and V never formed (core/memattn.h)
+        clef_memattn_fwd(k, &v->ab, p.in, v->o);
     } else {
         if (xkv)
-            clef_linear_fwd(k, nk, 2 * w, w, xkv, in_w + (size_t)w * w,
-                            in_b + w, kv);
-        // records are independent: one thread per record when several
-        CLEF_PAR_FOR(nb > 1, int, b, nb,
-            const int q0 = ar->q_off[b], k0 = ar->k_off[b];
-            const float *kvb = kv + (size_t)k0 * ldkv;
-            k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
-                             w / h, q + (size_t)q0 * w, w, kvb, ldkv, kvb + w,
-                             ldkv, att + h * ar->m_off[b], o + (size_t)q0 * w,
-                             w);
-        );
+            clef_linear_fwd(k, nk, 2 * w, w, xkv, p.in.w + (size_t)w * w,
+                            p.in.b + w, v->kv);
+        attention_records(k, v);
     }
     memcpy(y, resid, sizeof(float) * (size_t)nq * w);
-    k->gemm_nt(nq, w, w, o, w, out_w, w, y, w, 1);
-    clef_rows_bias_add(k, nq, w, out_b, y);
+    k->gemm_nt(nq, w, w, v->o, w, p.out_w, w, y, w, 1);
+    clef_rows_bias_add(k, nq, w, p.out_b, y);
 }
 
-// out (rows, w) = x + W₂ gelu(W₁ LN(x) + b₁) + b₂.
+// out (rows, w) = x + W₂ gelu(W₁ LN(x) + b₁) + b₂, saving a.
 static void ffn_fwd(const clef_kernels *k, const clef_config *c, int rows,
-                    const float *x, const float *ln_w, const float *ln_b,
-                    ln_acts *ln, const float *w1, const float *b1, float *h1,
-                    float *u, const float *w2, const float *b2, float *out)
+                    ffn_tensors p, ffn_acts a, const float *x, float *out)
 {
     const int w = c->w, f = c->f;
-    ln_fwd(k, rows, w, x, ln_w, ln_b, ln);
-    clef_linear_fwd(k, rows, f, w, ln->y, w1, b1, h1);
-    clef_rows_gelu_fwd(k, (size_t)rows * f, h1, u);
+    ln_fwd(k, rows, w, x, p.ln, &a.ln);
+    clef_linear_fwd(k, rows, f, w, a.ln.y, p.w1, p.b1, a.h1);
+    clef_rows_gelu_fwd(k, (size_t)rows * f, a.h1, a.u);
     clef_rows_copy(out, x, (size_t)rows * w);
-    k->gemm_nt(rows, w, f, u, f, w2, f, out, w, 1);
-    clef_rows_bias_add(k, rows, w, b2, out);
+    k->gemm_nt(rows, w, f, a.u, f, p.w2, f, out, w, 1);
+    clef_rows_bias_add(k, rows, w, p.b2, out);
 }
 
-// ---- the head ----
-
-clef_mem_absorb clef_route_absorb(const clef_ws *ws, const route_acts *a)
+// xa (Q, w) = x0 + SA(LN1 x0) of field layer a, whose LN1 is done: Q, K, V
+// from the same normalised stream (Q, 3w), attention per record.
+static void self_attn_fwd(const clef_kernels *k, const clef_ws *ws,
+                          const field_acts *a, mha_tensors p, const float *x0)
 {
-    const int w = ws->cfg.w;
-    return (clef_mem_absorb){
-        {ws->nb, w, ws->cfg.h, ws->o_off, ws->t_off, ws->ot_off, a->mn.y, w,
-         ws->pk ? &a->mpk : NULL},
-        a->q, a->qt, a->att, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
-}
-
-clef_mem_absorb clef_field_absorb(const clef_ws *ws, const field_acts *a)
-{
-    const int w = ws->cfg.w;
-    return (clef_mem_absorb){
-        {ws->nb, w, ws->cfg.h, ws->q_off, ws->t_off, ws->qt_off, ws->M, w,
-         ws->pk ? &ws->field_mpk : NULL},
-        a->qc, a->qt, a->ca, a->mt, ws->mscr1, ws->mscr2, ws->mascr};
-}
-
-// Evidence routing layer: options attend to their record's memory, never to
-// each other.
-static void route_fwd(const clef_kernels *k, const clef_config *c,
-                      const clef_route_tensors *p, route_acts *a, clef_ws *ws,
-                      const float *R)
-{
-    const int w = c->w, O = ws->O, T = ws->T;
-    const att_rows ar = {ws->o_off, ws->t_off, ws->ot_off};
-    ln_fwd(k, T, w, ws->M, p->mn_w, p->mn_b, &a->mn); // M̃ (T, w)
-    ln_fwd(k, O, w, R, p->qn_w, p->qn_b, &a->qn);     // (O, w)
-    const clef_mem_absorb ab = clef_route_absorb(ws, a);
-    if (ws->absorb_route && ab.ma.pk)
-        clef_memattn_pack(&ab.ma);
-    mha_fwd(k, c, ws->nb, &ar, a->qn.y, a->mn.y, p->in_w, p->in_b, p->out_w,
-            p->out_b, a->q, a->kv, 2 * w, a->att, a->o, R, a->r1,
-            ws->absorb_route ? &ab : NULL);
-    ffn_fwd(k, c, O, a->r1, p->fn_w, p->fn_b, &a->fn, p->ff1_w, p->ff1_b,
-            a->h1, a->u, p->ff2_w, p->ff2_b, a->out);
-}
-
-// Pre-norm decoder layer over the field slots (questions of each record).
-static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
-                      const clef_field_tensors *p, field_acts *a, clef_ws *ws,
-                      const float *x0)
-{
-    const int w = c->w, h = c->h, Q = ws->Q;
-    ln_fwd(k, Q, w, x0, p->n1_w, p->n1_b, &a->n1);
-    // self-attention: Q, K, V from the same normalised stream (Q, 3w)
-    clef_linear_fwd(k, Q, 3 * w, w, a->n1.y, p->sa_in_w, p->sa_in_b, a->qkv);
+    const int w = ws->cfg.w, h = ws->cfg.h, Q = ws->Q;
+    clef_linear_fwd(k, Q, 3 * w, w, a->n1.y, p.in.w, p.in.b, a->qkv);
     CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
         const float *qkv = a->qkv + (size_t)q0 * 3 * w;
@@ -179,23 +134,110 @@ static void field_fwd(const clef_kernels *k, const clef_config *c, int j,
                          a->sa_o + (size_t)q0 * w, w);
     );
     memcpy(a->xa, x0, sizeof(float) * (size_t)Q * w);
-    k->gemm_nt(Q, w, w, a->sa_o, w, p->sa_out_w, w, a->xa, w, 1);
-    clef_rows_bias_add(k, Q, w, p->sa_out_b, a->xa);
-    // cross-attention to the RAW memory M (no norm on the memory side)
-    const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
-    ln_fwd(k, Q, w, a->xa, p->n2_w, p->n2_b, &a->n2);
-    const clef_mem_absorb ab = clef_field_absorb(ws, a);
-    mha_fwd(k, c, ws->nb, &ar, a->n2.y, NULL, p->ca_in_w, p->ca_in_b,
-            p->ca_out_w, p->ca_out_b, a->qc, ws->kvc + (size_t)j * 2 * w,
-            c->L * 2 * w, a->ca, a->ca_o, a->xa, a->xb,
-            ws->absorb_field ? &ab : NULL);
-    ffn_fwd(k, c, Q, a->xb, p->n3_w, p->n3_b, &a->n3, p->l1_w, p->l1_b, a->h1,
-            a->u, p->l2_w, p->l2_b, a->out);
+    k->gemm_nt(Q, w, w, a->sa_o, w, p.out_w, w, a->xa, w, 1);
+    clef_rows_bias_add(k, Q, w, p.out_b, a->xa);
 }
 
-float clef_kappa(float s) { return expf(s < CLEF_LN100 ? s : CLEF_LN100); }
+// ---- the head ----
 
-float clef_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+// What the views of the memory attentions share: the batch, the rows each
+// record's attention sees, the memory mem (T, w) and its packs pk, and the
+// absorbed form's scratch.
+static mha_view memory_view(const clef_ws *ws, att_rows rows, const float *mem,
+                            const clef_mempack *pk)
+{
+    const int w = ws->cfg.w, h = ws->cfg.h;
+    mha_view v = {.nb = ws->nb, .w = w, .h = h, .rows = rows};
+    v.ab.ma = (clef_memattn){.nb = ws->nb,
+                             .w = w,
+                             .h = h,
+                             .q_off = rows.q_off,
+                             .t_off = rows.k_off,
+                             .m_off = rows.m_off,
+                             .mem = mem,
+                             .ldm = w,
+                             .pk = ws->pk ? pk : NULL};
+    v.ab.scr = ws->mscr1;
+    v.ab.scr2 = ws->mscr2;
+    v.ab.ascr = ws->mascr;
+    return v;
+}
+
+mha_view clef_route_view(const clef_ws *ws, int i)
+{
+    const route_acts *a = &ws->route[i];
+    const att_rows rows = {ws->o_off, ws->t_off, ws->ot_off};
+    mha_view v = memory_view(ws, rows, a->mn.y, &a->mpk);
+    v.absorbed = ws->absorb_route;
+    v.q = a->q;
+    v.ab.q = a->q;
+    v.kv = a->kv;
+    v.ldkv = 2 * ws->cfg.w;
+    v.att = v.ab.att = a->att;
+    v.o = a->o;
+    v.ab.qt = a->qt;
+    v.ab.mt = a->mt;
+    return v;
+}
+
+mha_view clef_field_view(const clef_ws *ws, int j)
+{
+    const field_acts *a = &ws->field[j];
+    const int w = ws->cfg.w;
+    const att_rows rows = {ws->q_off, ws->t_off, ws->qt_off};
+    mha_view v = memory_view(ws, rows, ws->M, &ws->field_mpk);
+    v.absorbed = ws->absorb_field;
+    v.q = a->qc;
+    v.ab.q = a->qc;
+    v.kv = ws->kvc + (size_t)j * 2 * w; // layer j's columns of (T, L·2w)
+    v.ldkv = ws->cfg.L * 2 * w;
+    v.att = v.ab.att = a->ca;
+    v.o = a->ca_o;
+    v.ab.qt = a->qt;
+    v.ab.mt = a->mt;
+    return v;
+}
+
+// Evidence routing layer i: options attend to their record's memory, never
+// to each other.
+static void route_fwd(const clef_kernels *k, clef_ws *ws, int i,
+                      const clef_route_tensors *p, const float *R)
+{
+    const route_acts *a = &ws->route[i];
+    const int w = ws->cfg.w, O = ws->O, T = ws->T;
+    ln_fwd(k, T, w, ws->M, LN(p, mn), &a->mn); // M̃ (T, w)
+    ln_fwd(k, O, w, R, LN(p, qn), &a->qn);     // (O, w)
+    const mha_view v = clef_route_view(ws, i);
+    if (v.absorbed && v.ab.ma.pk)
+        clef_memattn_pack(&v.ab.ma);
+    mha_fwd(k, &v, route_mha(p), a->qn.y, a->mn.y, R, a->r1);
+    ffn_fwd(k, &ws->cfg, O, route_ffn(p), route_ffn_acts(a), a->r1, a->out);
+}
+
+// Pre-norm decoder layer j over the field slots (questions of each record).
+static void field_fwd(const clef_kernels *k, clef_ws *ws, int j,
+                      const clef_field_tensors *p, const float *x0)
+{
+    const field_acts *a = &ws->field[j];
+    const int w = ws->cfg.w, Q = ws->Q;
+    ln_fwd(k, Q, w, x0, LN(p, n1), &a->n1);
+    self_attn_fwd(k, ws, a, field_sa(p), x0);
+    // cross-attention to the RAW memory M (no norm on the memory side)
+    ln_fwd(k, Q, w, a->xa, LN(p, n2), &a->n2);
+    const mha_view v = clef_field_view(ws, j);
+    mha_fwd(k, &v, field_ca(p), a->n2.y, NULL, a->xa, a->xb);
+    ffn_fwd(k, &ws->cfg, Q, field_ffn(p), field_ffn_acts(a), a->xb, a->out);
+}
+
+float clef_kappa(float s)
+{
+    return expf(s < CLEF_LN100 ? s : CLEF_LN100);
+}
+
+float clef_sigmoid(float x)
+{
+    return 1.f / (1.f + expf(-x));
+}
 
 // Section 9: prior, cosine and residual scores → the logits z (O).
 static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
@@ -206,7 +248,7 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
     const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     // f_o = F̂[owner(o)] (O, w); n_o = option_norm(R_o) (O, w)
     k->gather_rows(O, ws->owner, w, ws->fnorm.y, ws->fo);
-    ln_fwd(k, O, w, ws->R, P->on_w, P->on_b, &ws->onorm);
+    ln_fwd(k, O, w, ws->R, LN(P, on), &ws->onorm);
     const float *n = ws->onorm.y;
     k->cosine_fwd(O, w, ws->fo, n, ws->fhat, ws->nhat, ws->fnrm, ws->nnrm,
                   ws->cos);
@@ -287,10 +329,10 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
     const clef_tensors *P = &hd->p;
     clef_batch_index(ws, recs, n);
     const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
-    ws->absorb_route = clef_memattn_absorbs(ws->memattn, w, c->h,
-                                            (double)ws->ot_off[n], T);
-    ws->absorb_field = clef_memattn_absorbs(ws->memattn, w, c->h,
-                                            (double)ws->qt_off[n], T);
+    ws->absorb_route =
+        clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->ot_off[n], T);
+    ws->absorb_field =
+        clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->qt_off[n], T);
 
     // 1-2. X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); span means and g
     affine_memory(ws, P->hn_w, P->hn_b, ws->X);
@@ -298,8 +340,8 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
     affine_rows(Q, d, ws->qvhat, P->hn_w, P->hn_b, ws->qv);   // (Q, d)
     affine_rows(O, d, ws->ctxhat, P->hn_w, P->hn_b, ws->ctx); // (O, d)
     for (int b = 0; b < n; b++) // g_b = X at the record's own T−1
-        memcpy(ws->g + (size_t)b * d, ws->X + (size_t)(ws->t_off[b + 1] - 1) * d,
-               sizeof(float) * d);
+        memcpy(ws->g + (size_t)b * d,
+               ws->X + (size_t)(ws->t_off[b + 1] - 1) * d, sizeof(float) * d);
 
     // 4. R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner] (O, w)
     k->gemm_nt(O, w, d, ws->ctx, d, P->W_c, d, ws->r0, w, 0);
@@ -312,14 +354,14 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
     // the memories' packs for the absorbed attentions (memattn.h)
     prepack_setup(k, ws);
     if (ws->absorb_field && ws->pk && c->L) {
-        const clef_mem_absorb ab = clef_field_absorb(ws, &ws->field[0]);
-        clef_memattn_pack(&ab.ma);
+        const mha_view v = clef_field_view(ws, 0);
+        clef_memattn_pack(&v.ab.ma);
     }
 
     // 5. evidence routing
     const float *R = ws->r0;
     for (int i = 0; i < c->R; i++) {
-        route_fwd(k, c, &P->route[i], &ws->route[i], ws, R);
+        route_fwd(k, ws, i, &P->route[i], R);
         R = ws->route[i].out;
     }
     ws->R = (float *)R;
@@ -343,7 +385,7 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
                 ws->alpha[o] * R[(size_t)o * w + i];
 
     // 7. F⁰ = B + LN(S) + W_g g + type_embedding[type] (Q, w)
-    ln_fwd(k, Q, w, ws->S, P->sum_w, P->sum_b, &ws->sum);
+    ln_fwd(k, Q, w, ws->S, LN(P, sum), &ws->sum);
     k->gemm_nt(n, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0); // (nb, w)
     for (int q = 0; q < Q; q++) {
         const float *te = P->type_emb + (size_t)ws->qtype[q] * w;
@@ -368,10 +410,10 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
                         ws->kvc);
     const float *F = ws->F0;
     for (int j = 0; j < c->L; j++) {
-        field_fwd(k, c, j, &P->field[j], &ws->field[j], ws, F);
+        field_fwd(k, ws, j, &P->field[j], F);
         F = ws->field[j].out;
     }
-    ln_fwd(k, Q, w, F, P->fn_w, P->fn_b, &ws->fnorm);
+    ln_fwd(k, Q, w, F, LN(P, fn), &ws->fnorm);
 
     // 9. logits
     score_fwd(k, hd, ws, z);

@@ -1,7 +1,12 @@
-// Helpers shared by the forward and backward passes (private to core/).
+// Helpers shared by the forward and backward passes (private to core/): a
+// few building blocks, and a layer's tensors and saved activations as small
+// structs, built from the head's clef_route_tensors / clef_field_tensors
+// (params or grads: the same layout) and the workspace's route_acts /
+// field_acts.
 #ifndef CLEF_FORWARD_H
 #define CLEF_FORWARD_H
 
+#include "acts.h"
 #include "head.h"
 #include "kernels.h"
 #include "memattn.h"
@@ -14,14 +19,96 @@ float clef_kappa(float s);
 float clef_sigmoid(float x);
 #define CLEF_LN100 4.605170185988091f
 
-// The absorbed form (core/memattn.h) of routing layer a's attention over
-// memory_norm(M), and of field layer a's cross-attention over M, with the
-// workspace's scratch: what forward and backward both hand to memattn.
-struct route_acts;
-struct field_acts;
-clef_mem_absorb clef_route_absorb(const struct clef_ws *ws,
-                                  const struct route_acts *a);
-clef_mem_absorb clef_field_absorb(const struct clef_ws *ws,
-                                  const struct field_acts *a);
+// ---- a layer's tensors: params, or their grads ----
+
+// A LayerNorm's γ, β (n) each. LN(t, name) is the one a tensors struct
+// names name_w, name_b: LN(p, n2) = {p->n2_w, p->n2_b}.
+typedef struct ln_tensors {
+    float *w, *b;
+} ln_tensors;
+#define LN(t, name) ((ln_tensors){(t)->name##_w, (t)->name##_b})
+
+// out = x + W₂ gelu(W₁ LN(x) + b₁) + b₂: W₁ (f, w), b₁ (f), W₂ (w, f),
+// b₂ (w).
+typedef struct ffn_tensors {
+    ln_tensors ln;
+    float *w1, *b1, *w2, *b2;
+} ffn_tensors;
+
+// An attention's in_proj (3w, w), (3w) and out_proj (w, w), (w).
+typedef struct mha_tensors {
+    clef_inproj in;
+    float *out_w, *out_b;
+} mha_tensors;
+
+static inline ffn_tensors route_ffn(const clef_route_tensors *t)
+{
+    return (ffn_tensors){LN(t, fn), t->ff1_w, t->ff1_b, t->ff2_w, t->ff2_b};
+}
+
+static inline ffn_tensors field_ffn(const clef_field_tensors *t)
+{
+    return (ffn_tensors){LN(t, n3), t->l1_w, t->l1_b, t->l2_w, t->l2_b};
+}
+
+static inline mha_tensors route_mha(const clef_route_tensors *t)
+{
+    return (mha_tensors){{t->in_w, t->in_b}, t->out_w, t->out_b};
+}
+
+static inline mha_tensors field_sa(const clef_field_tensors *t) // self-attn
+{
+    return (mha_tensors){{t->sa_in_w, t->sa_in_b}, t->sa_out_w, t->sa_out_b};
+}
+
+static inline mha_tensors field_ca(const clef_field_tensors *t) // cross-attn
+{
+    return (mha_tensors){{t->ca_in_w, t->ca_in_b}, t->ca_out_w, t->ca_out_b};
+}
+
+// ---- a layer's saved activations ----
+
+// A feed-forward block's: LN(x) (rows, w), h1 = W₁ LN(x) + b₁ and
+// u = gelu(h1) (rows, f).
+typedef struct ffn_acts {
+    ln_acts ln;
+    float *h1, *u;
+} ffn_acts;
+
+static inline ffn_acts route_ffn_acts(const route_acts *a)
+{
+    return (ffn_acts){a->fn, a->h1, a->u};
+}
+
+static inline ffn_acts field_ffn_acts(const field_acts *a)
+{
+    return (ffn_acts){a->n3, a->h1, a->u};
+}
+
+// Which rows of the batch a per-record attention sees: queries from
+// q_off[b], keys from k_off[b], maps at m_off[b].
+typedef struct att_rows {
+    const int *q_off, *k_off;
+    const size_t *m_off;
+} att_rows;
+
+// A memory attention over the batch as the forward pass saves it (nb
+// records, width w, h heads): queries q (nq, w), K | V in kv (nk, ldkv: K
+// in the first w columns, V in the next w), the probabilities att (h·maps),
+// the output o (nq, w). When absorbed, ab is its absorbed form (the same q
+// and att; no K | V: core/memattn.h).
+typedef struct mha_view {
+    int nb, w, h;
+    att_rows rows;
+    float *q, *kv, *att, *o;
+    int ldkv;
+    int absorbed;
+    clef_mem_absorb ab;
+} mha_view;
+
+// Routing layer i's attention over memory_norm(M), and field layer j's
+// cross-attention over M (their K | V: layer j's columns of ws->kvc).
+mha_view clef_route_view(const clef_ws *ws, int i);
+mha_view clef_field_view(const clef_ws *ws, int j);
 
 #endif
