@@ -1,8 +1,11 @@
 // The head's backward pass for a packed batch (HEAD.md §7, Appendix A):
-// reverse mode through the activations the forward pass saved, accumulating
-// into hd->grads (zeroed by the caller once per update). Weight gradients
-// are single GEMMs over all the batch's rows (a fixed reduction order); only
-// attention runs per record.
+// reverse mode through the activations the forward pass saved, into
+// hd->grads (core/backward.h: added to, except the weight gradients an
+// update's first pass writes). Weight gradients are single GEMMs over all
+// the batch's rows (a fixed reduction order); only attention runs per
+// record. The parts run in reverse order of the forward pass's sections,
+// ending in the memory projection's D, which core/train.c may share with
+// AdamW.
 #include "acts.h"
 #include "backward.h"
 #include "forward.h"
@@ -13,7 +16,10 @@
 #include <math.h>
 #include <string.h>
 
-static void zero(float *x, size_t n) { clef_rows_zero(x, n); }
+static void zero(float *x, size_t n)
+{
+    clef_rows_zero(x, n);
+}
 
 // What every part of one backward pass reads: the kernels, the head (its
 // params hd->p and grads hd->g), the workspace of the batch's forward pass,
@@ -27,113 +33,159 @@ typedef struct bwd {
     int acc;
 } bwd;
 
-// The gradients of a packed in_proj bias: sums (ld) = Σ_rows of x (rows, ld)
-// (one colsum kernel call), then db[i] += sums[off + i] for the blocks kept.
-static void bias_blocks(const clef_kernels *k, int rows, int ld,
-                        const float *x, float *sums, int n, const int *offs,
-                        int nblocks, float *db)
-{
-    memset(sums, 0, sizeof(float) * ld);
-    k->colsum(rows, ld, x, sums);
-    for (int b = 0; b < nblocks; b++)
-        for (int i = 0; i < n; i++)
-            db[offs[b] + i] += sums[offs[b] + i];
-}
-
 // Zero by construction: a key bias shifts every score of a query row equally,
 // which softmax ignores, so ∂L/∂b_k = 0 exactly; and every question's logits
 // gradient sums to 0 (HEAD.md §6), so ∂L/∂residual_scorer.3.bias = 0 exactly.
 // These gradients are left at exactly 0 instead of summed rounding noise,
 // which AdamW (m / (√v + eps)) would otherwise turn into real updates.
 
-// LayerNorm backward: dx += LN-back(dy); γ, β gradients accumulate.
-static void ln_bwd(const clef_kernels *k, int rows, int n, const float *dy,
-                   const ln_acts *a, const float *gamma, float *dx,
-                   float *dgamma, float *dbeta)
+// The gradients of a packed in_proj bias: sums (ld) = Σ_rows of x (rows, ld)
+// (one colsum kernel call into ws->dbias), then db[i] += sums[off + i] for
+// the w-wide blocks kept (offs, nblocks).
+static void bias_blocks(const bwd *bw, int rows, int ld, const float *x,
+                        const int *offs, int nblocks, float *db)
 {
-    k->layernorm_bwd(rows, n, dy, a->xhat, a->rstd, gamma, dx, dgamma, dbeta);
+    float *sums = bw->ws->dbias;
+    const int n = bw->hd->cfg.w;
+    memset(sums, 0, sizeof(float) * ld);
+    bw->k->colsum(rows, ld, x, sums);
+    for (int b = 0; b < nblocks; b++)
+        for (int i = 0; i < n; i++)
+            db[offs[b] + i] += sums[offs[b] + i];
 }
 
-// Backward of out = x + W₂ gelu(W₁ LN(x) + b₁) + b₂:
-// dx (rows, w) = dout + LN-back(FFN-back(dout)), overwritten.
-// Scratch: du, dh (rows, f); dln (rows, w).
-static void ffn_bwd(const clef_kernels *k, const clef_config *c, int rows,
-                    const float *dout, const ln_acts *ln, const float *ln_w,
-                    float *g_ln_w, float *g_ln_b, const float *w1, float *g_w1,
-                    float *g_b1, const float *h1, const float *u,
-                    const float *w2, float *g_w2, float *g_b2, float *du,
-                    float *dh, float *dln, float *dx, int acc)
+// LayerNorm backward over rows of width w, with γ = p.w and the saved a:
+// dx += LN-back(dy); the γ, β gradients g accumulate.
+static void ln_bwd(const bwd *bw, int rows, const ln_acts *a, ln_tensors p,
+                   ln_tensors g, const float *dy, float *dx)
 {
-    const int w = c->w, f = c->f;
-    k->gemm_tn(w, f, rows, dout, w, u, f, g_w2, f, acc); // dW₂ (w, f) += doutᵀ u
-    k->colsum(rows, w, dout, g_b2);
-    k->gemm_nn(rows, f, w, dout, w, w2, f, du, f, 0); // du (rows, f) = dout W₂
+    bw->k->layernorm_bwd(rows, bw->hd->cfg.w, dy, a->xhat, a->rstd, p.w, dx,
+                         g.w, g.b);
+}
+
+// Backward of out = x + W₂ gelu(W₁ LN(x) + b₁) + b₂ (params p, grads g,
+// saved a): dx (rows, w) = dout + LN-back(FFN-back(dout)), overwritten.
+// Scratch: ws->dA (du), ws->dB_ (dh) (rows, f); ws->dC (dln) (rows, w).
+static void ffn_bwd(const bwd *bw, int rows, ffn_tensors p, ffn_tensors g,
+                    ffn_acts a, const float *dout, float *dx)
+{
+    const clef_kernels *k = bw->k;
+    const int w = bw->hd->cfg.w, f = bw->hd->cfg.f, acc = bw->acc;
+    float *du = bw->ws->dA, *dh = bw->ws->dB_, *dln = bw->ws->dC;
+    k->gemm_tn(w, f, rows, dout, w, a.u, f, g.w2, f, acc); // dW₂ += doutᵀ u
+    k->colsum(rows, w, dout, g.b2);
+    k->gemm_nn(rows, f, w, dout, w, p.w2, f, du, f, 0); // du = dout W₂
     zero(dh, (size_t)rows * f);
-    clef_rows_gelu_bwd(k, (size_t)rows * f, h1, du, dh);
-    k->gemm_tn(f, w, rows, dh, f, ln->y, w, g_w1, w, acc); // dW₁ (f, w) += dhᵀ LN
-    k->colsum(rows, f, dh, g_b1);
-    k->gemm_nn(rows, w, f, dh, f, w1, w, dln, w, 0); // dln (rows, w) = dh W₁
+    clef_rows_gelu_bwd(k, (size_t)rows * f, a.h1, du, dh);
+    k->gemm_tn(f, w, rows, dh, f, a.ln.y, w, g.w1, w, acc); // dW₁ += dhᵀ LN
+    k->colsum(rows, f, dh, g.b1);
+    k->gemm_nn(rows, w, f, dh, f, p.w1, w, dln, w, 0); // dln = dh W₁
     clef_rows_copy(dx, dout, (size_t)rows * w);
-    ln_bwd(k, rows, w, dln, ln, ln_w, dx, g_ln_w, g_ln_b);
+    ln_bwd(bw, rows, &a.ln, p.ln, g.ln, dln, dx);
 }
 
-// Backward of y = resid + MHA(xq, K | V) over the batch, query side (the
-// residual part is the caller's): out_proj, attention and the query rows of
-// in_proj. dxq (nq, w) is overwritten; the K | V gradients are ADDED to dkv
-// (nk, lddkv), which the caller zeroed. kv (nk, ldkv) as in the forward.
-// Scratch: dO, dq (nq, w); att_scratch (Σ nq·nk over records: each record
-// has its own slice at its map offset, so records run in parallel).
-// With ab (the absorbed form, core/memattn.h) the key/value side is done
-// here too: W_k, W_v, b_v gradients, and the memory gradient added to dmem
-// (T, lddm); dkv is not used.
-static void mha_bwd_q(const clef_kernels *k, const clef_config *c, int nb,
-                      const att_rows *ar, const float *dy, const float *xq,
-                      const float *in_w, const float *out_w, float *g_in_w,
-                      float *g_in_b, float *g_out_w, float *g_out_b,
-                      const float *q, const float *kv, int ldkv,
-                      const float *att, const float *o, float *dO, float *dq,
-                      float *dkv, int lddkv, float *att_scratch, float *dxq,
-                      const clef_mem_absorb *ab, float *dmem, int lddm,
-                      int acc)
+// Where an attention's key / value gradients go: dK | dV are added to dkv
+// (nk, ld: dK in the first w columns, dV in the next w), which the caller
+// zeroed, in the project form; the absorbed form adds the memory gradient
+// to dmem (T, w) instead.
+typedef struct kv_grad {
+    float *dkv;
+    int ld;
+    float *dmem;
+} kv_grad;
+
+// The project form's attention backward, record by record: dq (nq, w) from
+// dO (nq, w), overwritten; dK | dV added to d. Each record has its own slice
+// of ws->att_scratch at its map offset, so records run in parallel.
+static void attention_bwd_records(const bwd *bw, const mha_view *v,
+                                  const float *dO, float *dq, kv_grad d)
 {
-    const int w = c->w, h = c->h, nq = ar->q_off[nb];
-    k->gemm_tn(w, w, nq, dy, w, o, w, g_out_w, w, acc); // dW_o += dyᵀ O
-    k->colsum(nq, w, dy, g_out_b);
-    k->gemm_nn(nq, w, w, dy, w, out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
-    if (ab)
-        clef_memattn_bwd(k, ab, (clef_inproj){(float *)in_w, NULL},
-                         (clef_inproj){g_in_w, g_in_b}, dO, dq, dmem, acc);
-    else
-        zero(dq, (size_t)nq * w);
-    CLEF_PAR_FOR(!ab && nb > 1, int, b, ab ? 0 : nb,
+    const clef_kernels *k = bw->k;
+    const int w = v->w, h = v->h, ldkv = v->ldkv, ld = d.ld;
+    const att_rows *ar = &v->rows;
+    float *scr = bw->ws->att_scratch;
+    zero(dq, (size_t)ar->q_off[v->nb] * w);
+    CLEF_PAR_FOR(v->nb > 1, int, b, v->nb,
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
         const size_t qr = (size_t)q0 * w;
-        const float *kvb = kv + (size_t)k0 * ldkv;
-        float *dkvb = dkv + (size_t)k0 * lddkv;
+        const float *kvb = v->kv + (size_t)k0 * ldkv;
+        float *dkvb = d.dkv + (size_t)k0 * ld;
         k->attention_bwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
-                         w / h, q + qr, w, kvb, ldkv, kvb + w, ldkv,
-                         att + h * ar->m_off[b], dO + qr, w, dq + qr, w, dkvb,
-                         lddkv, dkvb + w, lddkv, att_scratch + ar->m_off[b]);
+                         w / h, v->q + qr, w, kvb, ldkv, kvb + w, ldkv,
+                         v->att + h * ar->m_off[b], dO + qr, w, dq + qr, w,
+                         dkvb, ld, dkvb + w, ld, scr + ar->m_off[b]);
     );
-    k->gemm_tn(w, w, nq, dq, w, xq, w, g_in_w, w, acc); // dW_q += dqᵀ xq
-    k->colsum(nq, w, dq, g_in_b);
-    k->gemm_nn(nq, w, w, dq, w, in_w, w, dxq, w, 0);
+}
+
+// Backward of y = resid + MHA(xq, K | V) over the batch (view v, params p,
+// grads g), query side (the residual part is the caller's): out_proj,
+// attention and the query rows of in_proj. dxq (nq, w) is overwritten; the
+// K | V gradients go to d. In the absorbed form (core/memattn.h) the
+// key / value side is done here too: the W_k, W_v, b_v gradients, and the
+// memory gradient into d.dmem. Scratch: ws->dA (dO), ws->dB_ (dq) (nq, w).
+static void mha_bwd_q(const bwd *bw, const mha_view *v, mha_tensors p,
+                      mha_tensors g, const float *dy, const float *xq,
+                      kv_grad d, float *dxq)
+{
+    const clef_kernels *k = bw->k;
+    const int w = v->w, nq = v->rows.q_off[v->nb], acc = bw->acc;
+    float *dO = bw->ws->dA, *dq = bw->ws->dB_;
+    k->gemm_tn(w, w, nq, dy, w, v->o, w, g.out_w, w, acc); // dW_o += dyᵀ O
+    k->colsum(nq, w, dy, g.out_b);
+    k->gemm_nn(nq, w, w, dy, w, p.out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
+    if (v->absorbed)
+        clef_memattn_bwd(k, &v->ab, p.in, g.in, dO, dq, d.dmem, acc);
+    else
+        attention_bwd_records(bw, v, dO, dq, d);
+    k->gemm_tn(w, w, nq, dq, w, xq, w, g.in.w, w, acc); // dW_q += dqᵀ xq
+    k->colsum(nq, w, dq, g.in.b);
+    k->gemm_nn(nq, w, w, dq, w, p.in.w, w, dxq, w, 0);
 }
 
 // Key/value side of an attention whose K | V = xkv [W_k; W_v]ᵀ + b over nk
 // rows, given dkv (nk, 2w) with dK in its first w columns and dV in the
 // next w: [dW_k; dW_v] (2w, w) += dkvᵀ xkv, b_v += Σ dV (b_k: see above), and
-// dxkv (nk, w) = or += dkv [W_k; W_v].
-static void mha_bwd_kv(const clef_kernels *k, const clef_config *c, int nk,
-                       const float *dkv, const float *xkv, const float *in_w,
-                       float *g_in_w, float *g_in_b, float *sums, float *dxkv,
-                       int accumulate, int acc)
+// dxkv (nk, w) = dkv [W_k; W_v].
+static void mha_bwd_kv(const bwd *bw, int nk, mha_tensors p, mha_tensors g,
+                       const float *dkv, const float *xkv, float *dxkv)
 {
-    const int w = c->w, lddkv = 2 * w, v_only[1] = {w};
-    k->gemm_tn(2 * w, w, nk, dkv, lddkv, xkv, w, g_in_w + (size_t)w * w, w, acc);
-    bias_blocks(k, nk, lddkv, dkv, sums, w, v_only, 1, g_in_b + w); // b_v
-    k->gemm_nn(nk, w, 2 * w, dkv, lddkv, in_w + (size_t)w * w, w, dxkv, w,
-               accumulate);
+    const clef_kernels *k = bw->k;
+    const int w = bw->hd->cfg.w, lddkv = 2 * w, v_only[1] = {w};
+    k->gemm_tn(2 * w, w, nk, dkv, lddkv, xkv, w, g.in.w + (size_t)w * w, w,
+               bw->acc);
+    bias_blocks(bw, nk, lddkv, dkv, v_only, 1, g.in.b + w); // b_v
+    k->gemm_nn(nk, w, 2 * w, dkv, lddkv, p.in.w + (size_t)w * w, w, dxkv, w, 0);
+}
+
+// Backward of xa = x0 + SA(LN1 x0) of field layer a (params p, grads g),
+// given dxa (Q, w): query, key and value gradients all land on LN1, so
+// dln (Q, w) = ∂L/∂LN1(x0), overwritten. Scratch: ws->dA (dO) (Q, w),
+// ws->dB_ (dQ | dK | dV) (Q, 3w), ws->att_scratch (a slice per record).
+static void self_attn_bwd(const bwd *bw, const field_acts *a, mha_tensors p,
+                          mha_tensors g, const float *dxa, float *dln)
+{
+    const clef_kernels *k = bw->k;
+    const clef_ws *ws = bw->ws;
+    const int w = bw->hd->cfg.w, h = bw->hd->cfg.h, Q = ws->Q;
+    float *dO = ws->dA, *dqkv = ws->dB_;
+    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g.out_w, w, bw->acc);
+    k->colsum(Q, w, dxa, g.out_b);
+    k->gemm_nn(Q, w, w, dxa, w, p.out_w, w, dO, w, 0);
+    zero(dqkv, (size_t)Q * 3 * w);
+    CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
+        const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
+        const size_t r3 = (size_t)q0 * 3 * w;
+        k->attention_bwd(nq, nq, h, w / h, a->qkv + r3, 3 * w,
+                         a->qkv + r3 + w, 3 * w, a->qkv + r3 + 2 * w, 3 * w,
+                         a->sa + h * ws->qq_off[b], dO + (size_t)q0 * w, w,
+                         dqkv + r3, 3 * w, dqkv + r3 + w, 3 * w,
+                         dqkv + r3 + 2 * w, 3 * w,
+                         ws->att_scratch + ws->qq_off[b]);
+    );
+    k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g.in.w, w, bw->acc);
+    const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
+    bias_blocks(bw, Q, 3 * w, dqkv, q_and_v, 2, g.in.b);
+    k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p.in.w, w, dln, w, 0);
 }
 
 // The field layers' cross-attention K | V were one stacked GEMM over the raw
@@ -169,25 +221,17 @@ static void field_kv_bwd(const bwd *bw)
     k->gemm_nn(T, w, L2w, ws->dkvc, L2w, ws->kvw, w, ws->dM, w, 1);
 }
 
-// Section 9 backward: from dz (O) to dR (O, w) += option-norm path,
-// ws->dF (Q, w) = ∂L/∂F̂ gathered per question, dqv (Q, d) and dg (d) from
-// the prior anchor, and the scalar / residual-scorer gradients.
-static void score_bwd(const bwd *bw, const float *dz)
+// Section 9's scalars: z = prior + σ(γ)(κ_j cos + res). The prior and joint
+// scales' gradients, the gate's, and ws->dcos, ws->dres (O).
+static void scalars_bwd(const bwd *bw, const float *dz)
 {
-    const clef_kernels *k = bw->k;
-    clef_head *hd = bw->hd;
+    const clef_tensors *P = &bw->hd->p;
+    clef_tensors *G = &bw->hd->g;
     clef_ws *ws = bw->ws;
-    const clef_config *c = &hd->cfg;
-    const clef_tensors *P = &hd->p;
-    clef_tensors *G = &hd->g;
-    const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
-    const float kp = clef_kappa(*P->prior_scale);
     const float kj = clef_kappa(*P->joint_scale);
     const float gate = clef_sigmoid(*P->gate);
-
-    // scalars: z = prior + σ(γ)(κ_j cos + res)
     float g_sp = 0.f, g_gate = 0.f, g_sj = 0.f;
-    for (int o = 0; o < O; o++) {
+    for (int o = 0; o < ws->O; o++) {
         float gj = gate * dz[o];
         g_sp += dz[o] * ws->prior[o];
         g_gate += dz[o] * (kj * ws->cos[o] + ws->res[o]);
@@ -200,10 +244,19 @@ static void score_bwd(const bwd *bw, const float *dz)
     *G->gate += gate * (1.f - gate) * g_gate;
     if (*P->joint_scale <= CLEF_LN100)
         *G->joint_scale += kj * g_sj;
+}
 
-    // residual scorer: res = W_b gelu(W_a feat + b_a) + b_b
-    float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC; // (O, w), (O, w), (O, 4w)
-    const int acc = bw->acc;
+// The residual scorer res = W_b gelu(W_a feat + b_a) + b_b, from ws->dres:
+// its weight gradients and dfeat (O, 4w) = ws->dC.
+// Scratch: ws->dA (du1), ws->dB_ (dv1) (O, w).
+static void residual_scorer_bwd(const bwd *bw)
+{
+    const clef_kernels *k = bw->k;
+    const clef_tensors *P = &bw->hd->p;
+    clef_tensors *G = &bw->hd->g;
+    clef_ws *ws = bw->ws;
+    const int O = ws->O, w = bw->hd->cfg.w, acc = bw->acc;
+    float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC;
     k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
     k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
     zero(dv1, (size_t)O * w);
@@ -211,10 +264,19 @@ static void score_bwd(const bwd *bw, const float *dz)
     k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, acc);
     k->colsum(O, w, dv1, G->rs0_b);
     k->gemm_nn(O, 4 * w, w, dv1, w, P->rs0_w, 4 * w, dfeat, 4 * w, 0);
+}
 
-    // features [f; n; f⊙n; |f−n|] → df, dn (O, w); sign(0) = 0
-    float *df = ws->dA, *dn = ws->dB_;
-    const float *n = ws->onorm.y;
+// The features [f; n; f⊙n; |f−n|] and the cosine, from dfeat (ws->dC) and
+// ws->dcos: dR (O, w) += the option_norm path, ws->dF (Q, w) = ∂L/∂F̂
+// gathered per question. sign(0) = 0. Scratch: ws->dA (df), ws->dB_ (dn).
+static void features_bwd(const bwd *bw)
+{
+    const clef_kernels *k = bw->k;
+    clef_head *hd = bw->hd;
+    clef_ws *ws = bw->ws;
+    const int O = ws->O, w = hd->cfg.w;
+    const float *dfeat = ws->dC, *n = ws->onorm.y;
+    float *df = ws->dA, *dn = ws->dB_; // (O, w)
     for (int o = 0; o < O; o++) {
         const float *fr = ws->fo + (size_t)o * w, *nr = n + (size_t)o * w;
         const float *a = dfeat + (size_t)o * 4 * w;
@@ -228,22 +290,31 @@ static void score_bwd(const bwd *bw, const float *dz)
     }
     k->cosine_bwd(O, w, ws->fhat, ws->nhat, ws->fnrm, ws->nnrm, ws->dcos, df,
                   dn);
-    ln_bwd(k, O, w, dn, &ws->onorm, P->on_w, ws->dR, G->on_w, G->on_b);
+    ln_bwd(bw, O, &ws->onorm, LN(&hd->p, on), LN(&hd->g, on), dn, ws->dR);
     // ∂L/∂F̂_q = Σ_{o∈q} df_o
-    zero(ws->dF, (size_t)Q * w);
+    zero(ws->dF, (size_t)ws->Q * w);
     k->scatter_add_rows(O, ws->owner, w, df, ws->dF);
+}
 
-    // prior: â_q = normalize(qv_q + g); nothing flows into E
-    float *da = ws->dsum; // (Q, d)
+// The prior κ(s_p) normalize(lex_o) · â_q, â_q = normalize(qv_q + g): dqv
+// (Q, d) = ∂L/∂qv and dg (nb, d) += ∂L/∂g. Nothing flows into E.
+// Scratch: ws->dsum (da) (Q, d).
+static void prior_bwd(const bwd *bw, const float *dz)
+{
+    clef_ws *ws = bw->ws;
+    const int Q = ws->Q, d = bw->hd->cfg.d;
+    const float kp = clef_kappa(*bw->hd->p.prior_scale);
+    float *da = ws->dsum;
     zero(da, (size_t)Q * d);
-    for (int o = 0; o < O; o++) {
+    for (int o = 0; o < ws->O; o++) {
         float coef = kp * dz[o];
         float *dar = da + (size_t)ws->owner[o] * d;
         const float *l = ws->lhat + (size_t)o * d;
         for (int i = 0; i < d; i++)
             dar[i] += coef * l[i];
     }
-    k->normalize_bwd(Q, d, CLEF_NORMALIZE_EPS, ws->a, ws->anrm, da, ws->dqv);
+    bw->k->normalize_bwd(Q, d, CLEF_NORMALIZE_EPS, ws->a, ws->anrm, da,
+                         ws->dqv);
     for (int q = 0; q < Q; q++) { // dqv is still only t_q: dg_b += Σ_q t_q
         float *dg = ws->dg + (size_t)ws->qrec[q] * d;
         for (int i = 0; i < d; i++)
@@ -251,95 +322,69 @@ static void score_bwd(const bwd *bw, const float *dz)
     }
 }
 
-// Field layer backward: dio (Q, w) holds ∂L/∂out on entry and ∂L/∂x0 on exit.
-static void field_bwd(const bwd *bw, int j, float *dio)
+// Section 9 backward: from dz (O) to dR (O, w) += option-norm path,
+// ws->dF (Q, w) = ∂L/∂F̂ gathered per question, dqv (Q, d) and dg (d) from
+// the prior anchor, and the scalar / residual-scorer gradients.
+static void score_bwd(const bwd *bw, const float *dz)
 {
-    const clef_kernels *k = bw->k;
-    clef_head *hd = bw->hd;
-    clef_ws *ws = bw->ws;
-    const clef_config *c = &hd->cfg;
-    const int w = c->w, h = c->h, Q = ws->Q;
-    const att_rows ar = {ws->q_off, ws->t_off, ws->qt_off};
-    const clef_field_tensors *p = &hd->p.field[j];
-    clef_field_tensors *g = &hd->g.field[j];
-    const field_acts *a = &ws->field[j];
-    float *dxb = ws->dxb, *dxa = ws->dxa;
-
-    // out = xb + FFN(LN3 xb)
-    ffn_bwd(k, c, Q, dio, &a->n3, p->n3_w, g->n3_w, g->n3_b, p->l1_w, g->l1_w,
-            g->l1_b, a->h1, a->u, p->l2_w, g->l2_w, g->l2_b, ws->dA, ws->dB_,
-            ws->dC, dxb, bw->acc);
-    // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
-    const int L2w = c->L * 2 * w;
-    // (absorbed form: the memory gradient goes straight into dM)
-    const mha_view v = clef_field_view(ws, j);
-    mha_bwd_q(k, c, ws->nb, &ar, dxb, a->n2.y, p->ca_in_w, p->ca_out_w,
-              g->ca_in_w, g->ca_in_b, g->ca_out_w, g->ca_out_b, a->qc,
-              ws->kvc + (size_t)j * 2 * w, L2w, a->ca, a->ca_o, ws->dA,
-              ws->dB_, ws->dkvc + (size_t)j * 2 * w, L2w, ws->att_scratch,
-              ws->dC, ws->absorb_field ? &v.ab : NULL, ws->dM, w,
-              bw->acc);
-    memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
-    ln_bwd(k, Q, w, ws->dC, &a->n2, p->n2_w, dxa, g->n2_w, g->n2_b);
-    // xa = x0 + SA(LN1 x0): query, key and value gradients all land on LN1
-    float *dO = ws->dA, *dqkv = ws->dB_, *dln = ws->dC;
-    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g->sa_out_w, w, bw->acc);
-    k->colsum(Q, w, dxa, g->sa_out_b);
-    k->gemm_nn(Q, w, w, dxa, w, p->sa_out_w, w, dO, w, 0);
-    zero(dqkv, (size_t)Q * 3 * w);
-    CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
-        const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
-        const size_t r3 = (size_t)q0 * 3 * w;
-        k->attention_bwd(nq, nq, h, w / h, a->qkv + r3, 3 * w,
-                         a->qkv + r3 + w, 3 * w, a->qkv + r3 + 2 * w, 3 * w,
-                         a->sa + h * ws->qq_off[b], dO + (size_t)q0 * w, w,
-                         dqkv + r3, 3 * w, dqkv + r3 + w, 3 * w,
-                         dqkv + r3 + 2 * w, 3 * w,
-                         ws->att_scratch + ws->qq_off[b]);
-    );
-    k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g->sa_in_w, w,
-               bw->acc);
-    const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
-    bias_blocks(k, Q, 3 * w, dqkv, ws->dbias, w, q_and_v, 2, g->sa_in_b);
-    k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p->sa_in_w, w, dln, w, 0);
-    memcpy(dio, dxa, sizeof(float) * (size_t)Q * w);
-    ln_bwd(k, Q, w, dln, &a->n1, p->n1_w, dio, g->n1_w, g->n1_b);
+    scalars_bwd(bw, dz);     // → dcos, dres
+    residual_scorer_bwd(bw); // → dfeat
+    features_bwd(bw);        // → dR, dF
+    prior_bwd(bw, dz);       // → dqv, dg
 }
 
-// Routing layer backward: dio (O, w) holds ∂L/∂out on entry and ∂L/∂R on
-// exit; the memory gradient goes through memory_norm into dM.
+// Field layer j's backward: dio (Q, w) holds ∂L/∂out on entry and ∂L/∂x0 on
+// exit.
+static void field_bwd(const bwd *bw, int j, float *dio)
+{
+    clef_ws *ws = bw->ws;
+    const int w = bw->hd->cfg.w, Q = ws->Q;
+    const clef_field_tensors *p = &bw->hd->p.field[j];
+    clef_field_tensors *g = &bw->hd->g.field[j];
+    const field_acts *a = &ws->field[j];
+    float *dxb = ws->dxb, *dxa = ws->dxa, *dln = ws->dC; // (Q, w)
+
+    // out = xb + FFN(LN3 xb)
+    ffn_bwd(bw, Q, field_ffn(p), field_ffn(g), field_ffn_acts(a), dio, dxb);
+    // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
+    // (absorbed form: the memory gradient goes straight into dM)
+    const mha_view v = clef_field_view(ws, j);
+    const kv_grad d = {ws->dkvc + (size_t)j * 2 * w, v.ldkv, ws->dM};
+    mha_bwd_q(bw, &v, field_ca(p), field_ca(g), dxb, a->n2.y, d, dln);
+    memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
+    ln_bwd(bw, Q, &a->n2, LN(p, n2), LN(g, n2), dln, dxa);
+    // xa = x0 + SA(LN1 x0)
+    self_attn_bwd(bw, a, field_sa(p), field_sa(g), dxa, dln);
+    memcpy(dio, dxa, sizeof(float) * (size_t)Q * w);
+    ln_bwd(bw, Q, &a->n1, LN(p, n1), LN(g, n1), dln, dio);
+}
+
+// Routing layer i's backward: dio (O, w) holds ∂L/∂out on entry and ∂L/∂R
+// on exit; the memory gradient goes through memory_norm into dM.
 static void route_bwd(const bwd *bw, int i, float *dio)
 {
-    const clef_kernels *k = bw->k;
-    clef_head *hd = bw->hd;
     clef_ws *ws = bw->ws;
-    const clef_config *c = &hd->cfg;
-    const int w = c->w, O = ws->O, T = ws->T;
-    const att_rows ar = {ws->o_off, ws->t_off, ws->ot_off};
-    const clef_route_tensors *p = &hd->p.route[i];
-    clef_route_tensors *g = &hd->g.route[i];
+    const int w = bw->hd->cfg.w, O = ws->O, T = ws->T;
+    const clef_route_tensors *p = &bw->hd->p.route[i];
+    clef_route_tensors *g = &bw->hd->g.route[i];
     const route_acts *a = &ws->route[i];
 
-    ffn_bwd(k, c, O, dio, &a->fn, p->fn_w, g->fn_w, g->fn_b, p->ff1_w,
-            g->ff1_w, g->ff1_b, a->h1, a->u, p->ff2_w, g->ff2_w, g->ff2_b,
-            ws->dA, ws->dB_, ws->dC, ws->dR1, bw->acc);
+    ffn_bwd(bw, O, route_ffn(p), route_ffn(g), route_ffn_acts(a), dio, ws->dR1);
     const mha_view v = clef_route_view(ws, i);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
-    if (ws->absorb_route)
+    if (v.absorbed)
         zero(ws->dmt, (size_t)T * w);
     else
         zero(ws->dkv, (size_t)T * 2 * w);
-    mha_bwd_q(k, c, ws->nb, &ar, ws->dR1, a->qn.y, p->in_w, p->out_w, g->in_w,
-              g->in_b, g->out_w, g->out_b, a->q, a->kv, 2 * w, a->att, a->o,
-              ws->dA, ws->dB_, ws->dkv, 2 * w, ws->att_scratch, ws->dC,
-              ws->absorb_route ? &v.ab : NULL, ws->dmt, w, bw->acc);
-    if (!ws->absorb_route)
-        mha_bwd_kv(k, c, T, ws->dkv, a->mn.y, p->in_w, g->in_w, g->in_b,
-                   ws->dbias, ws->dmt, 0, bw->acc);
-    clef_rows_layernorm_bwd(k, T, w, ws->dmt, a->mn.xhat, a->mn.rstd, p->mn_w,
-                            ws->dM, g->mn_w, g->mn_b, ws->ln_part);
+    const kv_grad d = {ws->dkv, 2 * w, ws->dmt};
+    mha_bwd_q(bw, &v, route_mha(p), route_mha(g), ws->dR1, a->qn.y, d, ws->dC);
+    if (!v.absorbed)
+        mha_bwd_kv(bw, T, route_mha(p), route_mha(g), ws->dkv, a->mn.y,
+                   ws->dmt);
+    clef_rows_layernorm_bwd(bw->k, T, w, ws->dmt, a->mn.xhat, a->mn.rstd,
+                            p->mn_w, ws->dM, g->mn_w, g->mn_b, ws->ln_part);
     memcpy(dio, ws->dR1, sizeof(float) * (size_t)O * w);
-    ln_bwd(k, O, w, ws->dC, &a->qn, p->qn_w, dio, g->qn_w, g->qn_b);
+    ln_bwd(bw, O, &a->qn, LN(p, qn), LN(g, qn), ws->dC, dio);
 }
 
 // Sections 7 and 6 backward: field input F⁰ → B, type embedding, W_g, g,
@@ -365,9 +410,10 @@ static void summary_bwd(const bwd *bw)
                   dF0 + (size_t)ws->q_off[b] * w, sum + (size_t)b * w);
     k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, bw->acc);
     k->gemm_nn(nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
-    float *dS = ws->dxa; // (Q, w)
+    // dS (Q, w) = ∂L/∂S through option_summary_norm
+    float *dS = ws->dxa;
     zero(dS, (size_t)Q * w);
-    ln_bwd(k, Q, w, dF0, &ws->sum, P->sum_w, dS, G->sum_w, G->sum_b);
+    ln_bwd(bw, Q, &ws->sum, LN(P, sum), LN(G, sum), dF0, dS);
 
     // S_q = Σ α_o R_o ;  s_o = R_o · B_q / √w
     const float *R = ws->R;
@@ -427,16 +473,15 @@ static void queries_bwd(const bwd *bw)
 //   dW_m += D ⊙ γ + c βᵀ,  dγ += Σ_j W_m ⊙ D,  dβ += cᵀ W_m,
 // and the span means add dγ += dqv ⊙ q̂v + dctx ⊙ ĉtx + dg ⊙ x̂_{T−1}.
 // D (w, d) = dMᵀ x̂ = Σ_b dM_bᵀ x̂_b (records in order: x̂ stays in each
-// record) is computed in d_chunks column blocks, fixed by the
-// shape and never by the thread count (a block's bits do not depend on who
-// runs it), so that the update's AdamW can share the team with it
-// (core/train.c):
-// about one block per ws->d_block_flops of D (default 2 GFLOP: ~20 ms on
-// one core; the team then waits at most about the last, smallest block;
-// 1 GFLOP split mid batch 4's D in two and cost it 1-2 %), at most 8. dM is
-// packed once for all of them when the backend pre-packs (ws->pk, dm_pk),
-// else each block packs all of dM again (a w×T copy). The blocks
-// shrink towards the end (d_bound), so the thread that ends AdamW
+// record) is computed in d_chunks column blocks, fixed by the shape and
+// never by the thread count (a block's bits do not depend on who runs it),
+// so that the update's AdamW can share the team with it (core/train.c,
+// d_beside_adamw): about one block per ws->d_block_flops of D (default
+// 2 GFLOP: ~20 ms on one core; the team then waits at most about the last,
+// smallest block; 1 GFLOP split mid batch 4's D in two and cost it 1-2 %),
+// at most 8. dM is packed once for all of them when the backend pre-packs
+// (ws->pk, dm_pk), else each block packs all of dM again (a w×T copy). The
+// blocks shrink towards the end (d_bound), so the thread that ends AdamW
 // and the one that ends the last large block wait little for each other.
 // Released, batch 4, 2 threads: 4 equal blocks left one thread idle 40 ms
 // of the 170 ms; 8 shrinking ones end within 3 ms of each other at 150 ms.
@@ -470,9 +515,9 @@ static void d_chunk(const clef_kernels *k, clef_ws *ws, int w, int d, int nc,
         const int t0 = ws->t_off[b], Tb = ws->t_off[b + 1] - t0;
         const float *xb = ws->xrec[b] + j0;
         float *D = ws->dwd + j0;
-        if (ws->pk && ws->pk->gemm_pa(0, w, j1 - j0, Tb,
-                                      ws->dm_pk + ws->pk_a_off[b], xb, d, D,
-                                      d, b > 0) == 0)
+        if (ws->pk &&
+            ws->pk->gemm_pa(0, w, j1 - j0, Tb, ws->dm_pk + ws->pk_a_off[b], xb,
+                            d, D, d, b > 0) == 0)
             continue;
         k->gemm_tn(w, j1 - j0, Tb, ws->dM + (size_t)t0 * w, w, xb, d, D, d,
                    b > 0);
@@ -507,20 +552,23 @@ void clef_memory_bwd_block(const clef_kernels *k, clef_ws *ws, int i)
     d_chunk(k, ws, w, d, d_chunks(ws, d, w), i);
 }
 
-// Columns [i0, i1) of dW_m (w, d) = D ⊙ γ + c βᵀ (added unless fresh), and
-// of dγ += Σ_j W_m ⊙ D, dβ += cᵀ W_m, summed over rows j in order. Blocks of
-// 256 columns: each row's segment is 1 KiB of four streams (64 columns left
-// the prefetchers behind and the loop took 15 ms of a released update).
+// Column block blk of dW_m (w, d) = D ⊙ γ + c βᵀ (added unless fresh),
+// and of dγ += Σ_j W_m ⊙ D, dβ += cᵀ W_m, summed over rows j in order, from
+// D (w, d) and c (w). Blocks of 256 columns: each row's segment is 1 KiB of
+// four streams (64 columns left the prefetchers behind and the loop took
+// 15 ms of a released update).
 #define WM_BLOCK 256
-static void wm_grad_cols(int w, int d, int i0, int i1, const float *restrict D,
-                         const float *restrict W, const float *restrict c,
-                         const float *restrict gamma, const float *restrict beta,
-                         float *restrict gW, float *restrict g_gamma,
-                         float *restrict g_beta, int fresh)
+static void wm_grad_cols(clef_head *hd, int blk, const float *restrict D,
+                         const float *restrict c, int fresh)
 {
+    const int w = hd->cfg.w, d = hd->cfg.d, i0 = blk * WM_BLOCK;
+    const int i1 = d - i0 < WM_BLOCK ? d : i0 + WM_BLOCK;
+    const float *restrict gamma = hd->p.hn_w, *restrict beta = hd->p.hn_b;
+    float *restrict g_gamma = hd->g.hn_w, *restrict g_beta = hd->g.hn_b;
     for (int j = 0; j < w; j++) {
-        const float *Dj = D + (size_t)j * d, *Wj = W + (size_t)j * d;
-        float *gWj = gW + (size_t)j * d;
+        const float *restrict Dj = D + (size_t)j * d;
+        const float *restrict Wj = hd->p.W_m + (size_t)j * d;
+        float *restrict gWj = hd->g.W_m + (size_t)j * d;
         const float cj = c[j];
         if (fresh) { // 0 + …: the sums of adding to a zeroed gradient
 #pragma omp simd
@@ -539,43 +587,49 @@ static void wm_grad_cols(int w, int d, int i0, int i1, const float *restrict D,
     }
 }
 
-void clef_memory_bwd_finish(const clef_kernels *k, clef_head *hd, clef_ws *ws,
-                            int acc)
+// hidden_norm's share of the span means and g: dγ += dqv ⊙ q̂v + dctx ⊙ ĉtx
+// + dg ⊙ x̂_{T−1}, dβ += dqv + dctx + dg, in that order.
+static void span_means_bwd(clef_head *hd, const clef_ws *ws)
 {
-    const clef_config *c = &hd->cfg;
-    const clef_tensors *P = &hd->p;
-    clef_tensors *G = &hd->g;
-    const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
-    float *D = ws->dwd, *cs = ws->dvec; // D (w, d) from the blocks
-    zero(cs, w);
-    k->colsum(T, w, ws->dM, cs);
-    // threads own column blocks; each column sums over j in order
-    const int nblk = (d + WM_BLOCK - 1) / WM_BLOCK;
-    CLEF_PAR_FOR((size_t)w * d > (1 << 16), int, blk, nblk,
-        const int i0 = blk * WM_BLOCK, i1 = d - i0 < WM_BLOCK ? d : i0 + WM_BLOCK;
-        wm_grad_cols(w, d, i0, i1, D, P->W_m, cs, P->hn_w, P->hn_b, G->W_m,
-                     G->hn_w, G->hn_b, !acc);
-    );
+    const int Q = ws->Q, O = ws->O, d = hd->cfg.d;
+    float *g_gamma = hd->g.hn_w, *g_beta = hd->g.hn_b;
     for (int q = 0; q < Q; q++)
         for (int i = 0; i < d; i++) {
-            G->hn_w[i] += ws->dqv[(size_t)q * d + i] * ws->qvhat[(size_t)q * d + i];
-            G->hn_b[i] += ws->dqv[(size_t)q * d + i];
+            const size_t qi = (size_t)q * d + i;
+            g_gamma[i] += ws->dqv[qi] * ws->qvhat[qi];
+            g_beta[i] += ws->dqv[qi];
         }
     for (int o = 0; o < O; o++)
         for (int i = 0; i < d; i++) {
-            G->hn_w[i] +=
-                ws->dctx[(size_t)o * d + i] * ws->ctxhat[(size_t)o * d + i];
-            G->hn_b[i] += ws->dctx[(size_t)o * d + i];
+            const size_t oi = (size_t)o * d + i;
+            g_gamma[i] += ws->dctx[oi] * ws->ctxhat[oi];
+            g_beta[i] += ws->dctx[oi];
         }
     for (int b = 0; b < ws->nb; b++) { // g_b = X at the record's T−1
         const float *xlast =
             ws->xrec[b] + (size_t)(ws->t_off[b + 1] - ws->t_off[b] - 1) * d;
         const float *dg = ws->dg + (size_t)b * d;
         for (int i = 0; i < d; i++) {
-            G->hn_w[i] += dg[i] * xlast[i];
-            G->hn_b[i] += dg[i];
+            g_gamma[i] += dg[i] * xlast[i];
+            g_beta[i] += dg[i];
         }
     }
+}
+
+void clef_memory_bwd_finish(const clef_kernels *k, clef_head *hd, clef_ws *ws,
+                            int acc)
+{
+    const int d = hd->cfg.d, w = hd->cfg.w;
+    const float *D = ws->dwd; // (w, d), from the blocks
+    float *cs = ws->dvec;     // c (w) = Σ_t dM_t
+    zero(cs, w);
+    k->colsum(ws->T, w, ws->dM, cs);
+    // threads own column blocks; each column sums over j in order
+    const int nblk = (d + WM_BLOCK - 1) / WM_BLOCK;
+    CLEF_PAR_FOR((size_t)w * d > (1 << 16), int, blk, nblk,
+        wm_grad_cols(hd, blk, D, cs, !acc);
+    );
+    span_means_bwd(hd, ws);
 }
 
 // 1 when g is a weight gradient one GEMM (or, for W_m and the field layers'
@@ -626,7 +680,7 @@ void clef_backward_upto_d(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     // field_norm, then the field layers in reverse
     memcpy(ws->dx, ws->dF, sizeof(float) * (size_t)Q * w);
     zero(ws->dF, (size_t)Q * w);
-    ln_bwd(k, Q, w, ws->dx, &ws->fnorm, P->fn_w, ws->dF, G->fn_w, G->fn_b);
+    ln_bwd(&bw, Q, &ws->fnorm, LN(P, fn), LN(G, fn), ws->dx, ws->dF);
     if (!ws->absorb_field)
         zero(ws->dkvc, (size_t)T * c->L * 2 * w);
     for (int j = c->L - 1; j >= 0; j--)
