@@ -321,52 +321,42 @@ static void prepack_setup(const clef_kernels *k, clef_ws *ws)
         mempack_bind(&ws->route[i].mpk, ws);
 }
 
-void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
-                        const clef_record *const *recs, int n, clef_ws *ws,
-                        float *z)
+// Sections 1-2: X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); the span means
+// qv (Q, d), ctx (O, d) and g (nb, d).
+static void memory_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
 {
-    const clef_config *c = &hd->cfg;
     const clef_tensors *P = &hd->p;
-    clef_batch_index(ws, recs, n);
-    const int T = ws->T, Q = ws->Q, O = ws->O, d = c->d, w = c->w;
-    ws->absorb_route =
-        clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->ot_off[n], T);
-    ws->absorb_field =
-        clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->qt_off[n], T);
-
-    // 1-2. X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); span means and g
+    const int T = ws->T, d = hd->cfg.d, w = hd->cfg.w;
     affine_memory(ws, P->hn_w, P->hn_b, ws->X);
     k->gemm_nt(T, w, d, ws->X, d, P->W_m, d, ws->M, w, 0);
-    affine_rows(Q, d, ws->qvhat, P->hn_w, P->hn_b, ws->qv);   // (Q, d)
-    affine_rows(O, d, ws->ctxhat, P->hn_w, P->hn_b, ws->ctx); // (O, d)
-    for (int b = 0; b < n; b++) // g_b = X at the record's own T−1
+    affine_rows(ws->Q, d, ws->qvhat, P->hn_w, P->hn_b, ws->qv);
+    affine_rows(ws->O, d, ws->ctxhat, P->hn_w, P->hn_b, ws->ctx);
+    for (int b = 0; b < ws->nb; b++) // g_b = X at the record's own T−1
         memcpy(ws->g + (size_t)b * d,
                ws->X + (size_t)(ws->t_off[b + 1] - 1) * d, sizeof(float) * d);
+}
 
-    // 4. R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner] (O, w)
+// Section 4: R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner] (O, w).
+static void queries_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
+{
+    const clef_tensors *P = &hd->p;
+    const int Q = ws->Q, O = ws->O, d = hd->cfg.d, w = hd->cfg.w;
     k->gemm_nt(O, w, d, ws->ctx, d, P->W_c, d, ws->r0, w, 0);
     k->gemm_nt(O, w, d, ws->lex, d, P->W_l, d, ws->r0, w, 1);
     k->gemm_nt(Q, w, d, ws->qv, d, P->W_oq, d, ws->qo, w, 0);
     for (int o = 0; o < O; o++)
         for (int i = 0; i < w; i++)
             ws->r0[(size_t)o * w + i] += ws->qo[(size_t)ws->owner[o] * w + i];
+}
 
-    // the memories' packs for the absorbed attentions (memattn.h)
-    prepack_setup(k, ws);
-    if (ws->absorb_field && ws->pk && c->L) {
-        const mha_view v = clef_field_view(ws, 0);
-        clef_memattn_pack(&v.ab.ma);
-    }
-
-    // 5. evidence routing
-    const float *R = ws->r0;
-    for (int i = 0; i < c->R; i++) {
-        route_fwd(k, ws, i, &P->route[i], R);
-        R = ws->route[i].out;
-    }
-    ws->R = (float *)R;
-
-    // 6. summary: B = qv W_qᵀ (Q, w); s_o = R_o·B_q/√w; α per question
+// Sections 6-7, from the option states ws->R (O, w): B = qv W_qᵀ (Q, w);
+// s_o = R_o·B_q/√w; α per question; S_q = Σ α_o R_o; then
+// F⁰ = B + LN(S) + W_g g + type_embedding[type] (Q, w).
+static void summary_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
+{
+    const clef_tensors *P = &hd->p;
+    const int Q = ws->Q, O = ws->O, d = hd->cfg.d, w = hd->cfg.w;
+    const float *R = ws->R;
     k->gemm_nt(Q, w, d, ws->qv, d, P->W_q, d, ws->B, w, 0);
     const float inv_sqrt_w = 1.f / sqrtf((float)w);
     for (int o = 0; o < O; o++) {
@@ -383,10 +373,8 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
         for (int i = 0; i < w; i++)
             ws->S[(size_t)ws->owner[o] * w + i] +=
                 ws->alpha[o] * R[(size_t)o * w + i];
-
-    // 7. F⁰ = B + LN(S) + W_g g + type_embedding[type] (Q, w)
     ln_fwd(k, Q, w, ws->S, LN(P, sum), &ws->sum);
-    k->gemm_nt(n, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0); // (nb, w)
+    k->gemm_nt(ws->nb, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0); // (nb, w)
     for (int q = 0; q < Q; q++) {
         const float *te = P->type_emb + (size_t)ws->qtype[q] * w;
         const float *gw = ws->gw + (size_t)ws->qrec[q] * w;
@@ -395,10 +383,17 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
             ws->F0[qi] = ws->B[qi] + ws->sum.y[qi] + gw[i] + te[i];
         }
     }
+}
 
-    // 8. field layers, then F̂ = field_norm(F). Their cross-attention K | V
-    // all come from the raw memory: one GEMM (T, L·2w) for every layer.
-    // (In the absorbed form there are no K | V to project: core/memattn.h.)
+// Section 8: the field layers from F⁰, then F̂ = field_norm(F). Their
+// cross-attention K | V all come from the raw memory: one GEMM (T, L·2w)
+// for every layer. (In the absorbed form there are no K | V to project:
+// core/memattn.h.)
+static void fields_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
+{
+    const clef_config *c = &hd->cfg;
+    const clef_tensors *P = &hd->p;
+    const int w = c->w;
     for (int j = 0; j < c->L && !ws->absorb_field; j++) {
         memcpy(ws->kvw + (size_t)j * 2 * w * w,
                P->field[j].ca_in_w + (size_t)w * w, sizeof(float) * 2 * w * w);
@@ -406,17 +401,49 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
                sizeof(float) * 2 * w);
     }
     if (c->L && !ws->absorb_field)
-        clef_linear_fwd(k, T, c->L * 2 * w, w, ws->M, ws->kvw, ws->kvb,
+        clef_linear_fwd(k, ws->T, c->L * 2 * w, w, ws->M, ws->kvw, ws->kvb,
                         ws->kvc);
     const float *F = ws->F0;
     for (int j = 0; j < c->L; j++) {
         field_fwd(k, ws, j, &P->field[j], F);
         F = ws->field[j].out;
     }
-    ln_fwd(k, Q, w, F, LN(P, fn), &ws->fnorm);
+    ln_fwd(k, ws->Q, w, F, LN(P, fn), &ws->fnorm);
+}
 
-    // 9. logits
-    score_fwd(k, hd, ws, z);
+void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
+                        const clef_record *const *recs, int n, clef_ws *ws,
+                        float *z)
+{
+    const clef_config *c = &hd->cfg;
+    clef_batch_index(ws, recs, n);
+    const int T = ws->T, w = c->w;
+    ws->absorb_route =
+        clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->ot_off[n], T);
+    ws->absorb_field =
+        clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->qt_off[n], T);
+
+    memory_fwd(k, hd, ws);  // 1-2. X, M, span means
+    queries_fwd(k, hd, ws); // 4. R⁰
+
+    // the memories' packs for the absorbed attentions (memattn.h)
+    prepack_setup(k, ws);
+    if (ws->absorb_field && ws->pk && c->L) {
+        const mha_view v = clef_field_view(ws, 0);
+        clef_memattn_pack(&v.ab.ma);
+    }
+
+    // 5. evidence routing
+    const float *R = ws->r0;
+    for (int i = 0; i < c->R; i++) {
+        route_fwd(k, ws, i, &hd->p.route[i], R);
+        R = ws->route[i].out;
+    }
+    ws->R = (float *)R;
+
+    summary_fwd(k, hd, ws);  // 6-7. F⁰
+    fields_fwd(k, hd, ws);   // 8. F̂
+    score_fwd(k, hd, ws, z); // 9. logits
 }
 
 void clef_head_forward(const clef_kernels *k, const clef_head *hd,
