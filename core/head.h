@@ -157,7 +157,7 @@ void clef_ws_free(clef_ws *ws);
 // unknown name. The numbers agree to float rounding either way.
 int clef_ws_set_memory_attention(clef_ws *ws, const char *mode);
 // The work per column block of the memory backward's D = dMᵀ x̂ (the
-// blocks that share the team with AdamW, core/backward.c): about one block
+// blocks that share the team with AdamW, core/train.c): about one block
 // per `flops` (default CLEF_D_BLOCK_FLOPS), at most 8. Tests set it small to
 // split D on small heads; results match for any value to float rounding.
 #define CLEF_D_BLOCK_FLOPS 2e9

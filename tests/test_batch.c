@@ -413,7 +413,7 @@ Test(batch, first_pass_writes_every_owned_gradient)
 // parameters and moments bit for bit as AdamW after the pass does (forced by
 // a clipping threshold no gradient reaches), in both forms, with one packed
 // pass and with sub-batches. (The thread-count tests above compare the two
-// as well: one thread never runs side work.) A tensor updated while the
+// as well: one thread never runs AdamW beside D.) A tensor updated while the
 // memory backward still reads it breaks this.
 static void adamw_beside_case(const char *backend, const char *mode, int B)
 {

@@ -1,4 +1,4 @@
-// The float head (core/forward.c, core/backward.c, core/train.c's loss, with
+// The float head (core/forward.c, core/backward.c, core/loss.c, with
 // clef_scalar_kernels) against an independent double reference
 // (tests/util_ref_head.c, written from HEAD.md §1-§6).
 //
