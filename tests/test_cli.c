@@ -34,14 +34,6 @@ static char *file_in(const char *dir, const char *name)
     return p;
 }
 
-static json_t *load_json(const char *path)
-{
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    cr_assert_not_null(j, "%s: %s", path, je.text);
-    return j;
-}
-
 static double num(json_t *j)
 {
     cr_assert(json_is_number(j), "expected a number");
@@ -100,7 +92,7 @@ Test(cli, version_and_help)
 Test(cli, golden_one_step, .timeout = 60)
 {
     char *dir = tp_tmpdir();
-    json_t *exp = load_json(GOLDEN_DIR "/expected.json");
+    json_t *exp = tp_load_json(GOLDEN_DIR "/expected.json");
     char *run = file_in(dir, "run");
     int rc = tp_clef(dir,
                      "train --package %s/package.json --run-dir %s --init "
@@ -109,7 +101,7 @@ Test(cli, golden_one_step, .timeout = 60)
                      "--json-out %s/result.json",
                      GOLDEN_DIR, run, GOLDEN_DIR, dir);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    json_t *res = load_json(file_in(dir, "result.json"));
+    json_t *res = tp_load_json(file_in(dir, "result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(res, "status")), "ok");
     cr_expect_eq(json_integer_value(json_object_get(res, "completed_steps")),
                  1);
@@ -123,7 +115,7 @@ Test(cli, golden_one_step, .timeout = 60)
                                      "train_loss_before")),
                  loss, 0, "train_loss_before");
     // run-dir/result.json is the same document
-    json_t *res2 = load_json(file_in(run, "result.json"));
+    json_t *res2 = tp_load_json(file_in(run, "result.json"));
     cr_expect(json_equal(json_object_get(res, "records"),
                          json_object_get(res2, "records")));
 
@@ -195,7 +187,7 @@ Test(cli, fixture_validate_inspect)
     char *dir = tp_tmpdir();
     char *pkg = file_in(dir, "pkg");
     cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0);
-    json_t *m = load_json(file_in(pkg, "package.json"));
+    json_t *m = tp_load_json(file_in(pkg, "package.json"));
     json_t *recs = json_object_get(m, "records");
     cr_assert_eq(json_array_size(recs), 3);
     const char *split[3] = {"train", "train", "validation"};
@@ -277,7 +269,7 @@ static json_t *train_ok(const char *dir, const char *args)
                      dir);
     cr_assert_eq(rc, 0, "clef train %s: %s", args,
                  tp_err(dir));
-    json_t *r = load_json(file_in(dir, "res.json"));
+    json_t *r = tp_load_json(file_in(dir, "res.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
     return r;
 }
@@ -317,16 +309,6 @@ Test(cli, mixed_geometry_trains, .timeout = 60)
     tp_rmdir(dir);
 }
 
-static int same_file(const char *a, const char *b)
-{
-    size_t na, nb;
-    char *x = tp_slurp(a, &na), *y = tp_slurp(b, &nb);
-    int same = x && y && na == nb && !memcmp(x, y, na);
-    free(x);
-    free(y);
-    return same;
-}
-
 // N steps, then a resumed run to 2N, give the bytes of 2N straight steps.
 static void resume_case(const char *dir, const char *pkg, const char *extra,
                         int steps_per_epoch)
@@ -348,12 +330,12 @@ static void resume_case(const char *dir, const char *pkg, const char *extra,
     char a[4200], b[4200];
     snprintf(a, sizeof(a), "%s/straight/weights.safetensors", dir);
     snprintf(b, sizeof(b), "%s/split/weights.safetensors", dir);
-    cr_expect(same_file(a, b), "resumed weights differ (%s)", extra);
+    cr_expect(tp_same_file(a, b), "resumed weights differ (%s)", extra);
     snprintf(a, sizeof(a), "%s/straight/checkpoint-%d.safetensors", dir,
              4 * steps_per_epoch);
     snprintf(b, sizeof(b), "%s/split/checkpoint-%d.safetensors", dir,
              4 * steps_per_epoch);
-    cr_expect(same_file(a, b), "resumed checkpoints differ (%s)", extra);
+    cr_expect(tp_same_file(a, b), "resumed checkpoints differ (%s)", extra);
 }
 
 Test(cli, resume_equality, .timeout = 120)
@@ -556,7 +538,7 @@ Test(cli, non_finite_loss_exits_1, .timeout = 60)
                           "--init %s/huge.safetensors --json-out %s/r.json",
                      pkg, dir, dir, dir);
     cr_expect_eq(rc, 1);
-    json_t *r = load_json(file_in(dir, "r.json"));
+    json_t *r = tp_load_json(file_in(dir, "r.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "error");
     json_t *e = json_object_get(r, "error");
     cr_expect(strstr(json_string_value(json_object_get(e, "message")),
@@ -626,7 +608,7 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
                                               "progress bar");
             snprintf(w[th - 1], sizeof(w[0]), "%s/weights.safetensors", run);
         }
-        cr_expect(same_file(w[0], w[1]), "%s: --threads 1 and 2 differ",
+        cr_expect(tp_same_file(w[0], w[1]), "%s: --threads 1 and 2 differ",
                   backends[b]);
         char run[1100], wo[1200];
         snprintf(run, sizeof(run), "%s/%s-over", dir, backends[b]);
@@ -637,7 +619,7 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
         cr_expect(strstr(tp_err(dir), "oversubscribed") != NULL,
                   "--threads %d: no warning in \"%s\"", over, tp_err(dir));
         snprintf(wo, sizeof(wo), "%s/weights.safetensors", run);
-        cr_expect(same_file(w[0], wo), "%s: --threads 1 and %d differ",
+        cr_expect(tp_same_file(w[0], wo), "%s: --threads 1 and %d differ",
                   backends[b], over);
     }
     tp_rmdir(dir);

@@ -24,14 +24,6 @@
     "--package %s/package.json"
 #define PATIENCE 2
 
-static json_t *load_json(const char *path)
-{
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    cr_assert_not_null(j, "%s: %s", path, je.text);
-    return j;
-}
-
 static char *make_fixture(const char *dir)
 {
     char *pkg = tp_path(dir, "pkg");
@@ -51,17 +43,6 @@ static void run_patience(const char *dir, const char *pkg, const char *name)
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
 }
 
-static int same_file(const char *a, const char *b)
-{
-    size_t na = 0, nb = 0;
-    char *x = tp_slurp(a, &na), *y = tp_slurp(b, &nb);
-    cr_assert(x && y, "cannot read %s or %s", a, b);
-    int same = na == nb && !memcmp(x, y, na);
-    free(x);
-    free(y);
-    return same;
-}
-
 static long jint(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
@@ -74,7 +55,7 @@ Test(early_stop, stops_after_patience_and_exports_the_best, .timeout = 120)
     char *dir = tp_tmpdir();
     char *pkg = make_fixture(dir);
     run_patience(dir, pkg, "run");
-    json_t *r = load_json(tp_path(dir, "run/result.json"));
+    json_t *r = tp_load_json(tp_path(dir, "run/result.json"));
     json_t *es = json_object_get(r, "early_stopping");
     cr_assert(json_is_object(es), "no early_stopping block");
     long best = jint(es, "best_step"), stop = jint(es, "stopped_at_step");
@@ -121,7 +102,7 @@ Test(early_stop, stops_after_patience_and_exports_the_best, .timeout = 120)
     int rc =
         tp_clef(dir, TRAIN " --run-dir %s/plain --epochs %ld", pkg, dir, best);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    cr_expect(same_file(tp_path(dir, "run/weights.safetensors"),
+    cr_expect(tp_same_file(tp_path(dir, "run/weights.safetensors"),
                         tp_path(dir, "plain/weights.safetensors")),
               "weights.safetensors is not the weights at step %ld", best);
     // the last checkpoint holds the latest state, not the best
@@ -140,7 +121,7 @@ Test(early_stop, resume_continues_exactly, .timeout = 180)
     char *dir = tp_tmpdir();
     char *pkg = make_fixture(dir);
     run_patience(dir, pkg, "run");
-    json_t *r = load_json(tp_path(dir, "run/result.json"));
+    json_t *r = tp_load_json(tp_path(dir, "run/result.json"));
     json_t *want = json_deep_copy(json_object_get(r, "early_stopping"));
     long stop = jint(want, "stopped_at_step"), best = jint(want, "best_step");
     json_decref(r);
@@ -161,10 +142,10 @@ Test(early_stop, resume_continues_exactly, .timeout = 180)
                           "%s/run/checkpoint-%ld.safetensors",
                     pkg, dir, PATIENCE, dir, from[i]);
         cr_assert_eq(rc, 0, "resume from %ld: %s", from[i], tp_err(dir));
-        cr_expect(same_file(tp_path(dir, "run/weights.safetensors"),
+        cr_expect(tp_same_file(tp_path(dir, "run/weights.safetensors"),
                             tp_path(dir, "want.safetensors")),
                   "resumed from step %ld: other weights", from[i]);
-        json_t *r2 = load_json(tp_path(dir, "run/result.json"));
+        json_t *r2 = tp_load_json(tp_path(dir, "run/result.json"));
         json_t *got = json_object_get(r2, "early_stopping");
         char *gs = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
         char *ws = json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT);
@@ -192,7 +173,7 @@ Test(early_stop, resume_continues_exactly, .timeout = 180)
                            "--eval-every 1 --patience %d --resume %s/lone/%s",
                      pkg, dir, PATIENCE, dir, ck);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    cr_expect(same_file(tp_path(dir, "lone/weights.safetensors"),
+    cr_expect(tp_same_file(tp_path(dir, "lone/weights.safetensors"),
                         tp_path(dir, "want.safetensors")));
     json_decref(want);
     tp_rmdir(dir);
@@ -210,7 +191,7 @@ Test(early_stop, best_files_pruned_and_checked, .timeout = 120)
                            "--keep-checkpoints 2",
                      pkg, dir, PATIENCE);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    json_t *r = load_json(tp_path(dir, "run/result.json"));
+    json_t *r = tp_load_json(tp_path(dir, "run/result.json"));
     json_t *es = json_object_get(r, "early_stopping");
     long best = jint(es, "best_step"), stop = jint(es, "stopped_at_step");
     json_decref(r);
@@ -340,7 +321,7 @@ Test(early_stop, per_question_on_mixed_package, .timeout = 60)
                      "--patience 5",
                      pkg, dir);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    json_t *r = load_json(tp_path(dir, "run/result.json"));
+    json_t *r = tp_load_json(tp_path(dir, "run/result.json"));
     json_t *pq = json_object_get(json_object_get(r, "metrics"), "per_question");
     char *txt = json_dumps(pq, JSON_COMPACT);
     const char *splits[3] = {"train", "validation", "test"};
@@ -397,7 +378,7 @@ Test(early_stop, accuracy_metric_best_and_last_files, .timeout = 120)
                            "--patience 3 --metric val_accuracy",
                      pkg, dir);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    json_t *r = load_json(tp_path(dir, "run/result.json"));
+    json_t *r = tp_load_json(tp_path(dir, "run/result.json"));
     json_t *es = json_object_get(r, "early_stopping");
     cr_assert_str_eq(json_string_value(json_object_get(es, "metric")),
                      "val_accuracy");
@@ -421,14 +402,14 @@ Test(early_stop, accuracy_metric_best_and_last_files, .timeout = 120)
     const int early = json_is_true(json_object_get(es, "stopped_early"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "stop_reason")),
                      early ? "patience" : "epochs");
-    cr_expect(same_file(tp_path(dir, "run/weights.safetensors"),
+    cr_expect(tp_same_file(tp_path(dir, "run/weights.safetensors"),
                         tp_path(dir, "run/best.safetensors")));
     rc = tp_clef(dir, TRAIN " --run-dir %s/plain --epochs %ld", pkg, dir, stop);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    cr_expect(same_file(tp_path(dir, "run/last.safetensors"),
+    cr_expect(tp_same_file(tp_path(dir, "run/last.safetensors"),
                         tp_path(dir, "plain/weights.safetensors")),
               "last.safetensors is not the weights at step %ld", stop);
-    json_t *p = load_json(tp_path(dir, "plain/result.json"));
+    json_t *p = tp_load_json(tp_path(dir, "plain/result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(p, "stop_reason")),
                      "epochs");
     cr_expect(!tp_exists(tp_path(dir, "plain/best.safetensors")));

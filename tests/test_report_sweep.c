@@ -51,14 +51,6 @@ static char *make_sweep(const char *dir, const char *grid, int rc)
     return s;
 }
 
-static json_t *load(const char *path)
-{
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    cr_assert_not_null(j, "%s: %s", path, je.text);
-    return j;
-}
-
 // The text of section `id` of page (malloc'd), asserting it is there.
 static char *section_of(const char *page, const char *id)
 {
@@ -130,7 +122,7 @@ Test(report_sweep, page_has_leaderboard_axes_and_curves, .timeout = 180)
     cr_expect_eq(count(page, "<img src=\""),
                  count(page, "<img src=\"data:image/png;base64,"));
 
-    json_t *sw = load(tp_path(s, "sweep.json"));
+    json_t *sw = tp_load_json(tp_path(s, "sweep.json"));
     json_t *runs = json_object_get(sw, "runs");
     cr_assert_eq(json_array_size(runs), 12);
     const char *best = json_string_value(json_object_get(sw, "best"));
@@ -253,7 +245,7 @@ Test(report_sweep, bad_sweep_json_exits_2_naming_file_and_field, .timeout = 180)
     need_matplotlib();
     char *dir = tp_tmpdir();
     char *s = make_sweep(dir, "--grid lr=1e-3,3e-3", 0);
-    json_t *good = load(tp_path(s, "sweep.json"));
+    json_t *good = tp_load_json(tp_path(s, "sweep.json"));
     // the untouched copy is accepted: the cases fail for their field alone
     char *ok = tp_path(dir, "ok");
     cr_assert_eq(tp_copy_dir(s, ok), 0);
@@ -310,7 +302,7 @@ Test(report_sweep, bad_csv_or_run_result_exits_2, .timeout = 180)
     cr_assert_eq(tp_write(csv, text, n), 0);
     free(text);
     // the best run's result.json (its loss curve is drawn) corrupt
-    json_t *sw = load(tp_path(s, "sweep.json"));
+    json_t *sw = tp_load_json(tp_path(s, "sweep.json"));
     char rel[600];
     snprintf(rel, sizeof(rel), "runs/%s/result.json",
              json_string_value(json_object_get(sw, "best")));
@@ -342,7 +334,7 @@ Test(report_sweep, run_dir_wins_and_neither_is_refused, .timeout = 180)
         (const char *const[]){"/result.json: missing", "no sweep.json", NULL});
     // sweep.json next to a result.json: the run's page
     char *s = make_sweep(dir, "--grid lr=1e-3,3e-3", 0);
-    json_t *sw = load(tp_path(s, "sweep.json"));
+    json_t *sw = tp_load_json(tp_path(s, "sweep.json"));
     char rel[600];
     snprintf(rel, sizeof(rel), "runs/%s/result.json",
              json_string_value(json_object_get(sw, "best")));

@@ -38,30 +38,12 @@ static int sweep(const char *dir, const char *pkg, const char *name,
         pkg, dir, name, extra);
 }
 
-static int same_file(const char *a, const char *b)
-{
-    size_t na = 0, nb = 0;
-    char *x = tp_slurp(a, &na), *y = tp_slurp(b, &nb);
-    int same = x && y && na == nb && !memcmp(x, y, na);
-    free(x);
-    free(y);
-    return same;
-}
-
-static json_t *load(const char *path)
-{
-    json_error_t je;
-    json_t *j = json_load_file(path, 0, &je);
-    cr_assert_not_null(j, "%s: %s", path, je.text);
-    return j;
-}
-
 // The runs of DIR/name/sweep-spec.json, in expansion order.
 static json_t *spec_runs(const char *dir, const char *name)
 {
     char p[PATH_MAX];
     snprintf(p, sizeof(p), "%s/%s/sweep-spec.json", dir, name);
-    json_t *j = load(p);
+    json_t *j = tp_load_json(p);
     json_t *runs = json_incref(json_object_get(j, "runs"));
     json_decref(j);
     return runs;
@@ -89,7 +71,7 @@ static void check_runs_alone(const char *dir, const char *pkg, const char *name)
         snprintf(a, sizeof(a), "%s/weights.safetensors", alone);
         snprintf(s, sizeof(s), "%s/%s/runs/%s/weights.safetensors", dir, name,
                  rn);
-        cr_assert(same_file(a, s),
+        cr_assert(tp_same_file(a, s),
                   "run %s of sweep %s differs from clef "
                   "train alone",
                   rn, name);
@@ -163,14 +145,14 @@ Test(sweep, resume_after_kill_is_byte_identical)
     char a[PATH_MAX], b[PATH_MAX];
     snprintf(a, sizeof(a), "%s/whole/sweep.json", dir);
     snprintf(b, sizeof(b), "%s/cut/sweep.json", dir);
-    cr_assert(same_file(a, b), "sweep.json differs after kill and rerun");
+    cr_assert(tp_same_file(a, b), "sweep.json differs after kill and rerun");
     json_t *runs = spec_runs(dir, "whole");
     for (size_t i = 0; i < json_array_size(runs); i++) {
         const char *rn =
             json_string_value(json_object_get(json_array_get(runs, i), "name"));
         snprintf(a, sizeof(a), "%s/whole/runs/%s/weights.safetensors", dir, rn);
         snprintf(b, sizeof(b), "%s/cut/runs/%s/weights.safetensors", dir, rn);
-        cr_assert(same_file(a, b), "run %s differs after kill and rerun", rn);
+        cr_assert(tp_same_file(a, b), "run %s differs after kill and rerun", rn);
     }
     json_decref(runs);
     // the same command again: every run skipped, outputs checked
@@ -189,7 +171,7 @@ Test(sweep, leaderboard_ranks_and_links_best)
     cr_assert_eq(sweep(dir, pkg, "b", GRID), 0, "%s", tp_err(dir));
     char p[PATH_MAX], link[PATH_MAX];
     snprintf(p, sizeof(p), "%s/b/sweep.json", dir);
-    json_t *j = load(p);
+    json_t *j = tp_load_json(p);
     json_t *runs = json_object_get(j, "runs");
     cr_assert_eq(json_array_size(runs), 4);
     double prev = -INFINITY;

@@ -62,6 +62,24 @@ const char *tp_err(const char *dir)
     return buf;
 }
 
+int tp_same_file(const char *a, const char *b)
+{
+    size_t na = 0, nb = 0;
+    char *x = tp_slurp(a, &na), *y = tp_slurp(b, &nb);
+    int same = x && y && na == nb && !memcmp(x, y, na);
+    free(x);
+    free(y);
+    return same;
+}
+
+json_t *tp_load_json(const char *path)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je);
+    cr_assert_not_null(j, "%s: %s", path, je.text);
+    return j;
+}
+
 char *tp_slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");

@@ -24,6 +24,10 @@ const char *tp_err(const char *dir);
 char *tp_slurp(const char *path, size_t *n);
 int tp_write(const char *path, const void *bytes, size_t n);
 int tp_exists(const char *path);
+// 1 when both files can be read and hold the same bytes.
+int tp_same_file(const char *a, const char *b);
+// The parsed JSON of path (asserts it parses).
+json_t *tp_load_json(const char *path);
 
 // One tensor for tp_st_write: dtype "F32", "F16", "BF16", "I32", ...
 typedef struct tp_tensor {
