@@ -47,15 +47,22 @@ static int file_sha(const char *path, char hex[CLEF_SHA256_HEX])
     return clef_sha256_file(path, hex, &e);
 }
 
+// A run dir's weights, result and sweep-done.json (PATH_MAX + 32 each).
+static void done_paths(const char *rd, char *w, char *r, char *m)
+{
+    const size_t n = PATH_MAX + 32;
+    snprintf(w, n, "%s/weights.safetensors", rd);
+    snprintf(r, n, "%s/result.json", rd);
+    snprintf(m, n, "%s/sweep-done.json", rd);
+}
+
 // DIR/runs/<name>/sweep-done.json: the digests of what the finished run
 // wrote, so a rerun can check its outputs before it skips it.
 static int mark_done(const char *rd, clef_err *err)
 {
     char w[PATH_MAX + 32], r[PATH_MAX + 32], m[PATH_MAX + 32];
     char hw[CLEF_SHA256_HEX], hr[CLEF_SHA256_HEX];
-    snprintf(w, sizeof(w), "%s/weights.safetensors", rd);
-    snprintf(r, sizeof(r), "%s/result.json", rd);
-    snprintf(m, sizeof(m), "%s/sweep-done.json", rd);
+    done_paths(rd, w, r, m);
     if (file_sha(w, hw) || file_sha(r, hr))
         return clef_err_set(err, CLEF_ERR_RUN, "%s: cannot read its outputs",
                             rd);
@@ -72,9 +79,7 @@ static int is_done(const char *rd)
 {
     char w[PATH_MAX + 32], r[PATH_MAX + 32], m[PATH_MAX + 32];
     char hw[CLEF_SHA256_HEX], hr[CLEF_SHA256_HEX];
-    snprintf(w, sizeof(w), "%s/weights.safetensors", rd);
-    snprintf(r, sizeof(r), "%s/result.json", rd);
-    snprintf(m, sizeof(m), "%s/sweep-done.json", rd);
+    done_paths(rd, w, r, m);
     json_t *j = json_load_file(m, 0, NULL);
     if (!j)
         return 0;

@@ -94,8 +94,8 @@ static const struct {
 #define NFIXED_KEYS ((int)(sizeof(fixed_keys) / sizeof(*fixed_keys)))
 
 // Train flags a sweep sets itself (not shared flags either).
-static const char *const own_keys[] = {"package", "threads", "run-dir",
-                                       "json-out", "resume", "metric"};
+static const char *const own_keys[] = {"package",  "threads", "run-dir",
+                                       "json-out", "resume",  "metric"};
 
 static int axis_index(const char *key)
 {
@@ -496,7 +496,7 @@ static int sweep_flags(sweep_spec *s, int argc, char **argv, axis **axes,
 
 // The points before seeds: the grid's product (first axis outermost) or the
 // runs file's entries.
-static int expand_points(sweep_spec *s, axis *axes, int naxes, long npoints,
+static int expand_points(const axis *axes, int naxes, long npoints,
                          sweep_run *runs)
 {
     for (long p = 0; p < npoints; p++) {
@@ -511,7 +511,6 @@ static int expand_points(sweep_spec *s, axis *axes, int naxes, long npoints,
             if (add_set(r, axes[a].key, axes[a].vals[idx[a]]))
                 return -1;
     }
-    (void)s;
     return 0;
 }
 
@@ -661,7 +660,7 @@ int sweep_spec_parse(int argc, char **argv, sweep_spec *s, clef_err *err)
         rc = clef_err_set(err, CLEF_ERR_RUN, "out of memory");
         goto out;
     }
-    if ((!s->runs_file && expand_points(s, axes, naxes, npoints, points)) ||
+    if ((!s->runs_file && expand_points(axes, naxes, npoints, points)) ||
         with_seeds(s, points, npoints, seed0)) {
         rc = clef_err_set(err, CLEF_ERR_RUN, "out of memory");
         goto out;
