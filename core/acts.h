@@ -8,6 +8,7 @@
 #ifndef CLEF_ACTS_H
 #define CLEF_ACTS_H
 
+#include "dropout.h"
 #include "head.h"
 #include "memattn.h"
 
@@ -140,7 +141,12 @@ struct clef_ws {
     float *dbias;         // (max(3w, L·2w)) packed in_proj bias sums
     float *ln_part;       // memory_norm backward's chunk sums (rows.h)
     float *mscr1, *mscr2; // (h·max(O,Q), w) absorbed-form scratch
-    float *mascr;         // (2·h·max(Σ O_b·T_b, Σ Q_b·T_b)) its dA, dS
+    float *mascr;         // (2·h·max(Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b²)) its dA,
+                          // dS; the weights' dropout scratch (mha_view)
+    // ---- dropout (core/dropout.h): set per sub-batch by clef_train_step,
+    // off for every other forward ----
+    clef_dropout drop;
+    float *drop_t;        // (max(O,Q), w) an output's dropout scratch
 };
 
 #endif

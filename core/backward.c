@@ -63,18 +63,33 @@ static void ln_bwd(const bwd *bw, int rows, const ln_acts *a, ln_tensors p,
                          g.w, g.b);
 }
 
-// Backward of out = x + W₂ gelu(W₁ LN(x) + b₁) + b₂ (params p, grads g,
-// saved a): dx (rows, w) = dout + LN-back(FFN-back(dout)), overwritten.
-// Scratch: ws->dA (du), ws->dB_ (dh) (rows, f); ws->dC (dln) (rows, w).
+// The gradient of what a dropout site dropped, given dy (rows, n) of its
+// output: dy itself when the site is off, else mask ⊙ dy / (1 − p) in t.
+static const float *drop_grad(drop_rows dr, int n, const float *dy, float *t)
+{
+    if (!clef_dropout_on(dr.d))
+        return dy;
+    memcpy(t, dy, sizeof(float) * (size_t)dr.off[dr.nb] * n);
+    clef_dropout_rows(dr.d, dr.site, dr.nb, dr.off, n, t, n);
+    return t;
+}
+
+// Backward of out = x + drop(W₂ drop(gelu(W₁ LN(x) + b₁)) + b₂) (params p,
+// grads g, saved a, sites dr): dx (rows, w) = dout + LN-back(FFN-back(dout)),
+// overwritten. Scratch: ws->dA (du), ws->dB_ (dh) (rows, f); ws->dC (dln)
+// (rows, w); dr.t.
 static void ffn_bwd(const bwd *bw, int rows, ffn_tensors p, ffn_tensors g,
-                    ffn_acts a, const float *dout, float *dx)
+                    ffn_acts a, ffn_drop dr, const float *dout, float *dx)
 {
     const clef_kernels *k = bw->k;
     const int w = bw->hd->cfg.w, f = bw->hd->cfg.f, acc = bw->acc;
     float *du = bw->ws->dA, *dh = bw->ws->dB_, *dln = bw->ws->dC;
-    k->gemm_tn(w, f, rows, dout, w, a.u, f, g.w2, f, acc); // dW₂ += doutᵀ u
-    k->colsum(rows, w, dout, g.b2);
-    k->gemm_nn(rows, f, w, dout, w, p.w2, f, du, f, 0); // du = dout W₂
+    const float *dy = drop_grad(dr.out, w, dout, dr.t); // ∂L/∂(W₂u + b₂)
+    k->gemm_tn(w, f, rows, dy, w, a.u, f, g.w2, f, acc); // dW₂ += dyᵀ u
+    k->colsum(rows, w, dy, g.b2);
+    k->gemm_nn(rows, f, w, dy, w, p.w2, f, du, f, 0); // du = dy W₂
+    if (clef_dropout_on(dr.in.d))
+        clef_dropout_rows(dr.in.d, dr.in.site, dr.in.nb, dr.in.off, f, du, f);
     zero(dh, (size_t)rows * f);
     clef_rows_gelu_bwd(k, (size_t)rows * f, a.h1, du, dh);
     k->gemm_tn(f, w, rows, dh, f, a.ln.y, w, g.w1, w, acc); // dW₁ += dhᵀ LN
@@ -94,6 +109,25 @@ typedef struct kv_grad {
     float *dmem;
 } kv_grad;
 
+// One record's attention backward (the attention_bwd kernel's arguments),
+// with dropout on its weights when ad is non-NULL (scratch scr: 2·nq·nk
+// floats then, nq·nk for the kernel).
+static void record_attention_bwd(const clef_kernels *k, const clef_att_drop *ad,
+                                 int nq, int nk, int h, int dh, const float *Q,
+                                 int ldq, const float *K, int ldk,
+                                 const float *V, int ldv, const float *A,
+                                 const float *dO, int lddo, float *dQ, int lddq,
+                                 float *dK, int lddk, float *dV, int lddv,
+                                 float *scr)
+{
+    if (ad)
+        clef_attention_drop_bwd(k, ad, nq, nk, h, dh, Q, ldq, K, ldk, V, ldv, A,
+                                dO, lddo, dQ, lddq, dK, lddk, dV, lddv, scr);
+    else
+        k->attention_bwd(nq, nk, h, dh, Q, ldq, K, ldk, V, ldv, A, dO, lddo, dQ,
+                         lddq, dK, lddk, dV, lddv, scr);
+}
+
 // The project form's attention backward, record by record: dq (nq, w) from
 // dO (nq, w), overwritten; dK | dV added to d. Each record has its own slice
 // of ws->att_scratch at its map offset, so records run in parallel.
@@ -110,10 +144,14 @@ static void attention_bwd_records(const bwd *bw, const mha_view *v,
         const size_t qr = (size_t)q0 * w;
         const float *kvb = v->kv + (size_t)k0 * ldkv;
         float *dkvb = d.dkv + (size_t)k0 * ld;
-        k->attention_bwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
-                         w / h, v->q + qr, w, kvb, ldkv, kvb + w, ldkv,
-                         v->att + h * ar->m_off[b], dO + qr, w, dq + qr, w,
-                         dkvb, ld, dkvb + w, ld, scr + ar->m_off[b]);
+        const clef_att_drop ad = {v->out.d, v->weights, b};
+        record_attention_bwd(k, v->weights_on ? &ad : NULL,
+                             ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
+                             w / h, v->q + qr, w, kvb, ldkv, kvb + w, ldkv,
+                             v->att + h * ar->m_off[b], dO + qr, w, dq + qr,
+                             w, dkvb, ld, dkvb + w, ld,
+                             v->weights_on ? v->wscr + 2 * ar->m_off[b]
+                                           : scr + ar->m_off[b]);
     );
 }
 
@@ -130,6 +168,7 @@ static void mha_bwd_q(const bwd *bw, const mha_view *v, mha_tensors p,
     const clef_kernels *k = bw->k;
     const int w = v->w, nq = v->rows.q_off[v->nb], acc = bw->acc;
     float *dO = bw->ws->dA, *dq = bw->ws->dB_;
+    dy = drop_grad(v->out, w, dy, v->dt); // ∂L/∂(O W_oᵀ + b_o)
     k->gemm_tn(w, w, nq, dy, w, v->o, w, g.out_w, w, acc); // dW_o += dyᵀ O
     k->colsum(nq, w, dy, g.out_b);
     k->gemm_nn(nq, w, w, dy, w, p.out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
@@ -161,13 +200,19 @@ static void mha_bwd_kv(const bwd *bw, int nk, mha_tensors p, mha_tensors g,
 // given dxa (Q, w): query, key and value gradients all land on LN1, so
 // dln (Q, w) = ∂L/∂LN1(x0), overwritten. Scratch: ws->dA (dO) (Q, w),
 // ws->dB_ (dQ | dK | dV) (Q, 3w), ws->att_scratch (a slice per record).
-static void self_attn_bwd(const bwd *bw, const field_acts *a, mha_tensors p,
-                          mha_tensors g, const float *dxa, float *dln)
+static void self_attn_bwd(const bwd *bw, int j, const field_acts *a,
+                          mha_tensors p, mha_tensors g, const float *dxa,
+                          float *dln)
 {
     const clef_kernels *k = bw->k;
     const clef_ws *ws = bw->ws;
     const int w = bw->hd->cfg.w, h = bw->hd->cfg.h, Q = ws->Q;
     float *dO = ws->dA, *dqkv = ws->dB_;
+    const drop_rows out =
+        clef_drop_at(ws, CLEF_DROP_FIELD_SA_OUT, j, ws->q_off);
+    const uint64_t sa_w =
+        out.d ? clef_dropout_site(out.d, CLEF_DROP_FIELD_SA_W, j) : 0;
+    dxa = drop_grad(out, w, dxa, ws->drop_t); // ∂L/∂(SA W_oᵀ + b_o)
     k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g.out_w, w, bw->acc);
     k->colsum(Q, w, dxa, g.out_b);
     k->gemm_nn(Q, w, w, dxa, w, p.out_w, w, dO, w, 0);
@@ -175,12 +220,15 @@ static void self_attn_bwd(const bwd *bw, const field_acts *a, mha_tensors p,
     CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
         const size_t r3 = (size_t)q0 * 3 * w;
-        k->attention_bwd(nq, nq, h, w / h, a->qkv + r3, 3 * w,
-                         a->qkv + r3 + w, 3 * w, a->qkv + r3 + 2 * w, 3 * w,
-                         a->sa + h * ws->qq_off[b], dO + (size_t)q0 * w, w,
-                         dqkv + r3, 3 * w, dqkv + r3 + w, 3 * w,
-                         dqkv + r3 + 2 * w, 3 * w,
-                         ws->att_scratch + ws->qq_off[b]);
+        const clef_att_drop ad = {out.d, sa_w, b};
+        record_attention_bwd(k, out.d ? &ad : NULL, nq, nq, h, w / h,
+                             a->qkv + r3, 3 * w, a->qkv + r3 + w, 3 * w,
+                             a->qkv + r3 + 2 * w, 3 * w,
+                             a->sa + h * ws->qq_off[b], dO + (size_t)q0 * w, w,
+                             dqkv + r3, 3 * w, dqkv + r3 + w, 3 * w,
+                             dqkv + r3 + 2 * w, 3 * w,
+                             out.d ? ws->mascr + 2 * ws->qq_off[b]
+                                   : ws->att_scratch + ws->qq_off[b]);
     );
     k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g.in.w, w, bw->acc);
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
@@ -259,6 +307,9 @@ static void residual_scorer_bwd(const bwd *bw)
     float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC;
     k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
     k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
+    const drop_rows dr = clef_drop_at(ws, CLEF_DROP_SCORER, 0, ws->o_off);
+    if (dr.d)
+        clef_dropout_rows(dr.d, dr.site, dr.nb, dr.off, w, du1, w);
     zero(dv1, (size_t)O * w);
     clef_rows_gelu_bwd(k, (size_t)O * w, ws->v1, du1, dv1);
     k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, acc);
@@ -345,7 +396,9 @@ static void field_bwd(const bwd *bw, int j, float *dio)
     float *dxb = ws->dxb, *dxa = ws->dxa, *dln = ws->dC; // (Q, w)
 
     // out = xb + FFN(LN3 xb)
-    ffn_bwd(bw, Q, field_ffn(p), field_ffn(g), field_ffn_acts(a), dio, dxb);
+    const ffn_drop dr = clef_ffn_drop(ws, CLEF_DROP_FIELD_FFN_IN,
+                                      CLEF_DROP_FIELD_FFN_OUT, j, ws->q_off);
+    ffn_bwd(bw, Q, field_ffn(p), field_ffn(g), field_ffn_acts(a), dr, dio, dxb);
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     // (absorbed form: the memory gradient goes straight into dM)
     const mha_view v = clef_field_view(ws, j);
@@ -354,7 +407,7 @@ static void field_bwd(const bwd *bw, int j, float *dio)
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
     ln_bwd(bw, Q, &a->n2, LN(p, n2), LN(g, n2), dln, dxa);
     // xa = x0 + SA(LN1 x0)
-    self_attn_bwd(bw, a, field_sa(p), field_sa(g), dxa, dln);
+    self_attn_bwd(bw, j, a, field_sa(p), field_sa(g), dxa, dln);
     memcpy(dio, dxa, sizeof(float) * (size_t)Q * w);
     ln_bwd(bw, Q, &a->n1, LN(p, n1), LN(g, n1), dln, dio);
 }
@@ -369,7 +422,10 @@ static void route_bwd(const bwd *bw, int i, float *dio)
     clef_route_tensors *g = &bw->hd->g.route[i];
     const route_acts *a = &ws->route[i];
 
-    ffn_bwd(bw, O, route_ffn(p), route_ffn(g), route_ffn_acts(a), dio, ws->dR1);
+    const ffn_drop dr = clef_ffn_drop(ws, CLEF_DROP_ROUTE_FFN_IN,
+                                      CLEF_DROP_ROUTE_FFN_OUT, i, ws->o_off);
+    ffn_bwd(bw, O, route_ffn(p), route_ffn(g), route_ffn_acts(a), dr, dio,
+            ws->dR1);
     const mha_view v = clef_route_view(ws, i);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
     if (v.absorbed)

@@ -65,6 +65,21 @@ static void affine_memory(const clef_ws *ws, const float *gamma,
     );
 }
 
+// One record's attention (the attention_fwd kernel's arguments), with
+// dropout on its weights when ad is non-NULL (scratch scr, nq·nk floats).
+static void record_attention_fwd(const clef_kernels *k, const clef_att_drop *ad,
+                                 int nq, int nk, int h, int dh, const float *Q,
+                                 int ldq, const float *K, int ldk,
+                                 const float *V, int ldv, float *A, float *O,
+                                 int ldo, float *scr)
+{
+    if (ad)
+        clef_attention_drop_fwd(k, ad, nq, nk, h, dh, Q, ldq, K, ldk, V, ldv, A,
+                                O, ldo, scr);
+    else
+        k->attention_fwd(nq, nk, h, dh, Q, ldq, K, ldk, V, ldv, A, O, ldo);
+}
+
 // K | V attention of each record over its own rows (project form): o from
 // v->q and v->kv, the maps into v->att. Records are independent: one thread
 // per record when several.
@@ -75,11 +90,33 @@ static void attention_records(const clef_kernels *k, const mha_view *v)
     CLEF_PAR_FOR(v->nb > 1, int, b, v->nb,
         const int q0 = ar->q_off[b], k0 = ar->k_off[b];
         const float *kvb = v->kv + (size_t)k0 * ldkv;
-        k->attention_fwd(ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
-                         w / h, v->q + (size_t)q0 * w, w, kvb, ldkv, kvb + w,
-                         ldkv, v->att + h * ar->m_off[b], v->o + (size_t)q0 * w,
-                         w);
+        const clef_att_drop ad = {v->out.d, v->weights, b};
+        record_attention_fwd(k, v->weights_on ? &ad : NULL,
+                             ar->q_off[b + 1] - q0, ar->k_off[b + 1] - k0, h,
+                             w / h, v->q + (size_t)q0 * w, w, kvb, ldkv,
+                             kvb + w, ldkv, v->att + h * ar->m_off[b],
+                             v->o + (size_t)q0 * w, w,
+                             v->wscr + 2 * ar->m_off[b]);
     );
+}
+
+// y (rows, out) = resid + drop(x Wᵀ + b) for x (rows, in): an attention's
+// out_proj or a feed-forward's second linear, and the residual add. With
+// dropout off (the reference's eval), the product accumulates onto the
+// residual; on, it goes through the scratch t (rows, out).
+static void residual_linear_fwd(const clef_kernels *k, int rows, int out,
+                                int in, const float *x, const float *W,
+                                const float *b, const float *resid,
+                                drop_rows dr, float *t, float *y)
+{
+    if (clef_dropout_on(dr.d)) {
+        clef_linear_fwd(k, rows, out, in, x, W, b, t);
+        clef_dropout_add_rows(dr.d, dr.site, dr.nb, dr.off, out, t, resid, y);
+        return;
+    }
+    memcpy(y, resid, sizeof(float) * (size_t)rows * out);
+    k->gemm_nt(rows, out, in, x, in, W, in, y, out, 1);
+    clef_rows_bias_add(k, rows, out, b, y);
 }
 
 // y (nq, w) = resid + MHA(xq (nq, w), K | V) with packed in_proj p, over the
@@ -101,44 +138,66 @@ static void mha_fwd(const clef_kernels *k, const mha_view *v, mha_tensors p,
                             p.in.b + w, v->kv);
         attention_records(k, v);
     }
-    memcpy(y, resid, sizeof(float) * (size_t)nq * w);
-    k->gemm_nt(nq, w, w, v->o, w, p.out_w, w, y, w, 1);
-    clef_rows_bias_add(k, nq, w, p.out_b, y);
+    residual_linear_fwd(k, nq, w, w, v->o, p.out_w, p.out_b, resid, v->out,
+                        v->dt, y);
 }
 
-// out (rows, w) = x + W₂ gelu(W₁ LN(x) + b₁) + b₂, saving a.
+// out (rows, w) = x + drop(W₂ drop(gelu(W₁ LN(x) + b₁)) + b₂), saving a
+// (a.u holds the dropped gelu, what W₂ multiplies).
 static void ffn_fwd(const clef_kernels *k, const clef_config *c, int rows,
-                    ffn_tensors p, ffn_acts a, const float *x, float *out)
+                    ffn_tensors p, ffn_acts a, ffn_drop dr, const float *x,
+                    float *out)
 {
     const int w = c->w, f = c->f;
     ln_fwd(k, rows, w, x, p.ln, &a.ln);
     clef_linear_fwd(k, rows, f, w, a.ln.y, p.w1, p.b1, a.h1);
     clef_rows_gelu_fwd(k, (size_t)rows * f, a.h1, a.u);
-    clef_rows_copy(out, x, (size_t)rows * w);
-    k->gemm_nt(rows, w, f, a.u, f, p.w2, f, out, w, 1);
-    clef_rows_bias_add(k, rows, w, p.b2, out);
+    if (clef_dropout_on(dr.in.d))
+        clef_dropout_rows(dr.in.d, dr.in.site, dr.in.nb, dr.in.off, f, a.u, f);
+    residual_linear_fwd(k, rows, w, f, a.u, p.w2, p.b2, x, dr.out, dr.t, out);
 }
 
 // xa (Q, w) = x0 + SA(LN1 x0) of field layer a, whose LN1 is done: Q, K, V
 // from the same normalised stream (Q, 3w), attention per record.
-static void self_attn_fwd(const clef_kernels *k, const clef_ws *ws,
+static void self_attn_fwd(const clef_kernels *k, const clef_ws *ws, int j,
                           const field_acts *a, mha_tensors p, const float *x0)
 {
     const int w = ws->cfg.w, h = ws->cfg.h, Q = ws->Q;
     clef_linear_fwd(k, Q, 3 * w, w, a->n1.y, p.in.w, p.in.b, a->qkv);
+    const drop_rows out =
+        clef_drop_at(ws, CLEF_DROP_FIELD_SA_OUT, j, ws->q_off);
+    const uint64_t sa_w =
+        out.d ? clef_dropout_site(out.d, CLEF_DROP_FIELD_SA_W, j) : 0;
     CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
         const float *qkv = a->qkv + (size_t)q0 * 3 * w;
-        k->attention_fwd(nq, nq, h, w / h, qkv, 3 * w, qkv + w, 3 * w,
-                         qkv + 2 * w, 3 * w, a->sa + h * ws->qq_off[b],
-                         a->sa_o + (size_t)q0 * w, w);
+        const clef_att_drop ad = {out.d, sa_w, b};
+        record_attention_fwd(k, out.d ? &ad : NULL, nq, nq, h, w / h,
+                             qkv, 3 * w, qkv + w, 3 * w, qkv + 2 * w, 3 * w,
+                             a->sa + h * ws->qq_off[b],
+                             a->sa_o + (size_t)q0 * w, w,
+                             ws->mascr + 2 * ws->qq_off[b]);
     );
-    memcpy(a->xa, x0, sizeof(float) * (size_t)Q * w);
-    k->gemm_nt(Q, w, w, a->sa_o, w, p.out_w, w, a->xa, w, 1);
-    clef_rows_bias_add(k, Q, w, p.out_b, a->xa);
+    residual_linear_fwd(k, Q, w, w, a->sa_o, p.out_w, p.out_b, x0, out,
+                        ws->drop_t, a->xa);
 }
 
 // ---- the head ----
+
+drop_rows clef_drop_at(const clef_ws *ws, int site, int layer, const int *off)
+{
+    if (!clef_dropout_on(&ws->drop))
+        return (drop_rows){0};
+    return (drop_rows){&ws->drop, clef_dropout_site(&ws->drop, site, layer),
+                       ws->nb, off};
+}
+
+ffn_drop clef_ffn_drop(const clef_ws *ws, int in_site, int out_site, int layer,
+                       const int *off)
+{
+    return (ffn_drop){clef_drop_at(ws, in_site, layer, off),
+                      clef_drop_at(ws, out_site, layer, off), ws->drop_t};
+}
 
 // What the views of the memory attentions share: the batch, the rows each
 // record's attention sees, the memory mem (T, w) and its packs pk, and the
@@ -177,6 +236,8 @@ mha_view clef_route_view(const clef_ws *ws, int i)
     v.o = a->o;
     v.ab.qt = a->qt;
     v.ab.mt = a->mt;
+    v.out = clef_drop_at(ws, CLEF_DROP_ROUTE_ATT_OUT, i, ws->o_off);
+    v.dt = ws->drop_t;
     return v;
 }
 
@@ -195,6 +256,12 @@ mha_view clef_field_view(const clef_ws *ws, int j)
     v.o = a->ca_o;
     v.ab.qt = a->qt;
     v.ab.mt = a->mt;
+    v.out = clef_drop_at(ws, CLEF_DROP_FIELD_CA_OUT, j, ws->q_off);
+    v.dt = ws->drop_t;
+    v.weights_on = v.out.d != NULL; // never absorbed then (batch_forward)
+    v.weights =
+        v.out.d ? clef_dropout_site(v.out.d, CLEF_DROP_FIELD_CA_W, j) : 0;
+    v.wscr = ws->mascr;
     return v;
 }
 
@@ -211,7 +278,9 @@ static void route_fwd(const clef_kernels *k, clef_ws *ws, int i,
     if (v.absorbed && v.ab.ma.pk)
         clef_memattn_pack(&v.ab.ma);
     mha_fwd(k, &v, route_mha(p), a->qn.y, a->mn.y, R, a->r1);
-    ffn_fwd(k, &ws->cfg, O, route_ffn(p), route_ffn_acts(a), a->r1, a->out);
+    const ffn_drop dr = clef_ffn_drop(ws, CLEF_DROP_ROUTE_FFN_IN,
+                                      CLEF_DROP_ROUTE_FFN_OUT, i, ws->o_off);
+    ffn_fwd(k, &ws->cfg, O, route_ffn(p), route_ffn_acts(a), dr, a->r1, a->out);
 }
 
 // Pre-norm decoder layer j over the field slots (questions of each record).
@@ -221,12 +290,14 @@ static void field_fwd(const clef_kernels *k, clef_ws *ws, int j,
     const field_acts *a = &ws->field[j];
     const int w = ws->cfg.w, Q = ws->Q;
     ln_fwd(k, Q, w, x0, LN(p, n1), &a->n1);
-    self_attn_fwd(k, ws, a, field_sa(p), x0);
+    self_attn_fwd(k, ws, j, a, field_sa(p), x0);
     // cross-attention to the RAW memory M (no norm on the memory side)
     ln_fwd(k, Q, w, a->xa, LN(p, n2), &a->n2);
     const mha_view v = clef_field_view(ws, j);
     mha_fwd(k, &v, field_ca(p), a->n2.y, NULL, a->xa, a->xb);
-    ffn_fwd(k, &ws->cfg, Q, field_ffn(p), field_ffn_acts(a), a->xb, a->out);
+    const ffn_drop dr = clef_ffn_drop(ws, CLEF_DROP_FIELD_FFN_IN,
+                                      CLEF_DROP_FIELD_FFN_OUT, j, ws->q_off);
+    ffn_fwd(k, &ws->cfg, Q, field_ffn(p), field_ffn_acts(a), dr, a->xb, a->out);
 }
 
 float clef_kappa(float s)
@@ -265,6 +336,9 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
     }
     clef_linear_fwd(k, O, w, 4 * w, ws->feat, P->rs0_w, P->rs0_b, ws->v1);
     clef_rows_gelu_fwd(k, (size_t)O * w, ws->v1, ws->u1);
+    const drop_rows dr = clef_drop_at(ws, CLEF_DROP_SCORER, 0, ws->o_off);
+    if (dr.d) // u1 holds the dropped gelu, what residual_scorer.3 multiplies
+        clef_dropout_rows(dr.d, dr.site, dr.nb, dr.off, w, ws->u1, w);
     clef_linear_fwd(k, O, 1, w, ws->u1, P->rs3_w, P->rs3_b, ws->res);
     // prior in d-space: κ(s_p) normalize(lex_o) · normalize(qv_q + g), with
     // normalize(lex) a constant of the record (clef_record_prepare)
@@ -420,7 +494,9 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
     const int T = ws->T, w = c->w;
     ws->absorb_route =
         clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->ot_off[n], T);
+    // dropout on the field cross-attention's weights needs its maps formed
     ws->absorb_field =
+        !clef_dropout_on(&ws->drop) &&
         clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->qt_off[n], T);
 
     memory_fwd(k, hd, ws);  // 1-2. X, M, span means

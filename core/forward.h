@@ -7,6 +7,7 @@
 #define CLEF_FORWARD_H
 
 #include "acts.h"
+#include "dropout.h"
 #include "head.h"
 #include "kernels.h"
 #include "memattn.h"
@@ -85,6 +86,52 @@ static inline ffn_acts field_ffn_acts(const field_acts *a)
     return (ffn_acts){a->n3, a->h1, a->u};
 }
 
+// ---- dropout (core/dropout.h) ----
+
+// One dropout site over rows grouped by record (nb records, rows
+// [off[b], off[b+1]) of record b): off when !clef_dropout_on(d).
+typedef struct drop_rows {
+    const clef_dropout *d;
+    uint64_t site;
+    int nb;
+    const int *off;
+} drop_rows;
+
+// A feed-forward block's two sites: after the GELU (in) and on its output
+// before the residual add (out); t (rows, w) is the output's scratch.
+typedef struct ffn_drop {
+    drop_rows in, out;
+    float *t;
+} ffn_drop;
+
+// Site `site` of layer `layer` (dropout.h) over rows grouped by record at
+// off, in the workspace's current dropout state: d NULL when off.
+drop_rows clef_drop_at(const clef_ws *ws, int site, int layer, const int *off);
+// A feed-forward's sites in_site and out_site of layer `layer`.
+ffn_drop clef_ffn_drop(const clef_ws *ws, int in_site, int out_site, int layer,
+                       const int *off);
+
+// Dropout on one record's attention weights: record b of the sub-batch.
+typedef struct clef_att_drop {
+    const clef_dropout *d;
+    uint64_t site;
+    int b;
+} clef_att_drop;
+
+// Attention as the attention_fwd / attention_bwd kernels compute it (the
+// same arguments) with dropout on the weights (core/attention_dropout.c).
+// Scratch: nq·nk floats forward, 2·nq·nk backward.
+void clef_attention_drop_fwd(const clef_kernels *k, const clef_att_drop *ad,
+                             int nq, int nk, int heads, int dh, const float *Q,
+                             int ldq, const float *K, int ldk, const float *V,
+                             int ldv, float *A, float *O, int ldo, float *scr);
+void clef_attention_drop_bwd(const clef_kernels *k, const clef_att_drop *ad,
+                             int nq, int nk, int heads, int dh, const float *Q,
+                             int ldq, const float *K, int ldk, const float *V,
+                             int ldv, const float *A, const float *dO, int lddo,
+                             float *dQ, int lddq, float *dK, int lddk,
+                             float *dV, int lddv, float *scr);
+
 // Which rows of the batch a per-record attention sees: queries from
 // q_off[b], keys from k_off[b], maps at m_off[b].
 typedef struct att_rows {
@@ -96,7 +143,10 @@ typedef struct att_rows {
 // records, width w, h heads): queries q (nq, w), K | V in kv (nk, ldkv: K
 // in the first w columns, V in the next w), the probabilities att (h·maps),
 // the output o (nq, w). When absorbed, ab is its absorbed form (the same q
-// and att; no K | V: core/memattn.h).
+// and att; no K | V: core/memattn.h). Dropout: on the output (out, rows
+// q_off, scratch dt (nq, w)) and, when weights_on, on the weights (site
+// weights, scratch wscr: 2·nq_b·nk_b floats for record b at 2·m_off[b];
+// never with the absorbed form).
 typedef struct mha_view {
     int nb, w, h;
     att_rows rows;
@@ -104,6 +154,11 @@ typedef struct mha_view {
     int ldkv;
     int absorbed;
     clef_mem_absorb ab;
+    drop_rows out;
+    float *dt;
+    int weights_on;
+    uint64_t weights;
+    float *wscr;
 } mha_view;
 
 // Routing layer i's attention over memory_norm(M), and field layer j's

@@ -169,6 +169,12 @@ void clef_ws_set_d_block_flops(clef_ws *ws, double flops);
 // CLEF_PREPACK=0 at creation) packs per product instead. Same bits either
 // way whenever the plain GEMMs take their packed path.
 void clef_ws_set_prepack(clef_ws *ws, int on);
+// Dropout (core/dropout.h) for the next forward and backward passes on ws:
+// probability p (0: off), masks of update `step` of a run seeded `seed`,
+// the batch's first record being record rec0 of its update. clef_train_step
+// sets it per pass and turns it off after; tests set it directly.
+void clef_ws_set_dropout(clef_ws *ws, double p, uint64_t seed, long step,
+                         int rec0);
 int clef_ws_prepacks(const clef_config *c);
 
 // Forward (HEAD.md §5) of a batch: z (Σ O_b) = the records' logits, packed in
@@ -194,6 +200,10 @@ typedef struct clef_train_opts {
     int decay_all;        // 1: --decay-scope all; 0: weights
     double max_grad_norm; // 0: no clipping
     double smoothing, brier, ordinal;
+    // dropout (core/dropout.h) in the training forward and backward only:
+    // probability 0 ≤ p < 1 (0: off) and the seed of its masks
+    double dropout;
+    uint64_t dropout_seed;
 } clef_train_opts;
 void clef_train_opts_default(clef_train_opts *o); // CLI.md defaults
 

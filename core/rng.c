@@ -4,10 +4,9 @@
 
 uint64_t clef_splitmix64(uint64_t *x)
 {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    const uint64_t z = clef_mix64(*x);
+    *x += 0x9e3779b97f4a7c15ull;
+    return z;
 }
 
 void clef_rng_seed(clef_rng *r, uint64_t seed)

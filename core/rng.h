@@ -12,6 +12,15 @@ typedef struct clef_rng {
 // splitmix64: advances *state, returns the next 64 bits (the seeder; tests
 // and benchmarks use it as a small stream of their own).
 uint64_t clef_splitmix64(uint64_t *state);
+// splitmix64's output function of one counter value: clef_splitmix64(&x)
+// returns clef_mix64(x + golden) and so does a counter-based draw keyed by x.
+static inline uint64_t clef_mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
 
 void clef_rng_seed(clef_rng *r, uint64_t seed);
 uint64_t clef_rng_next(clef_rng *r);

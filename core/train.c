@@ -303,6 +303,7 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     for (int b = 0; b < n;) {
         const int m = fitting_prefix(ws, recs + b, n - b);
         const int acc = b > 0; // the first pass writes, later ones add
+        clef_ws_set_dropout(ws, o->dropout, o->dropout_seed, hd->step, b);
         clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
         loss += clef_update_loss(k, ws, o, n_q, n_score);
         clef_backward_upto_d(k, hd, ws, ws->dz, acc);
@@ -313,6 +314,7 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
         clef_memory_bwd_finish(k, hd, ws, acc);
         b += m;
     }
+    clef_ws_set_dropout(ws, 0, 0, 0, 0); // evaluations run without
     if (o->max_grad_norm > 0)
         clip_grads(hd, o->max_grad_norm);
     adamw_tensors(k, hd, o, ad.a, beside); // the late tensors only, if beside

@@ -158,7 +158,8 @@ static void carve(clef_ws *ws, arena *a)
     ws->ln_part = take(a, clef_rows_layernorm_bwd_scratch((int)T, (int)w));
     ws->mscr1 = take(a, h * rows * w);
     ws->mscr2 = take(a, h * rows * w);
-    ws->mascr = take(a, 2 * h * (OT > QT ? OT : QT));
+    ws->mascr = take(a, 2 * h * max3(OT, QT, QQ));
+    ws->drop_t = take(a, rows * w);
 }
 
 clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
@@ -272,6 +273,12 @@ int clef_ws_set_memory_attention(clef_ws *ws, const char *mode)
 }
 
 void clef_ws_set_prepack(clef_ws *ws, int on) { ws->prepack_off = !on; }
+
+void clef_ws_set_dropout(clef_ws *ws, double p, uint64_t seed, long step,
+                         int rec0)
+{
+    clef_dropout_set(&ws->drop, p, seed, step, rec0);
+}
 
 void clef_ws_set_d_block_flops(clef_ws *ws, double flops)
 {

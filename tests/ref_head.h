@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "dropout.h"
 #include "head.h"
 
 // Loss settings of HEAD.md §6 and the batch normalisers N and N_score.
@@ -19,6 +20,9 @@ typedef struct clef_ref_loss_opts {
     double ordinal;   // λ
     int n_q;          // N: questions with a target in the batch
     int n_score;      // N_score: score questions with a target in the batch
+    // dropout with these masks (core/dropout.h: only which elements it
+    // keeps, record 0 of its batch, and its scale), NULL for none
+    const clef_dropout *drop;
 } clef_ref_loss_opts;
 
 // The record's share of the loss (HEAD.md §6), everything in double from

@@ -29,6 +29,8 @@
 //       scale. A single gradient element off by 5e-4 relative fails.
 //       With CLEF_TEST_FD_REPORT set, prints the worst error of every tensor
 //       in units of FLT_EPSILON · scale.
+//   dropout_*: the same with dropout p = 0.3 at every site, the float path and
+//       the reference applying the same fixed masks (core/dropout.h).
 //   gradient_kappa_clamped_b: the same with s_p, s_j above ln 100, where
 //       κ = 100 and both scales must get exactly 0 gradient.
 //   invariants_*: HEAD.md §7 on the analytic gradient: residual_scorer.3.bias
@@ -72,6 +74,7 @@ typedef struct fd_case {
     clef_ref_loss_opts lo; // the same for the reference
     float *z, *p, *dz;     // (O) float logits, probabilities, ∂L/∂z
     double *theta;         // (nparams) double copy of hd.params
+    clef_dropout drop;     // the masks of both paths (off when p = 0)
 } fd_case;
 
 static int ends_with(const char *s, const char *tail)
@@ -118,8 +121,10 @@ static void set_scalar(clef_head *hd, const char *name, float v)
 
 // saturate: s_p = 4.8 and s_j = 5 (both above ln 100 ≈ 4.605), where κ is
 // clamped and its gradient must be 0.
+// p > 0: dropout at every site (core/dropout.h), the same masks in the
+// float path and the reference (update 7 of a run seeded `seed`).
 static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
-                         int saturate, const char *mode)
+                         int saturate, const char *mode, double p)
 {
     memset(c, 0, sizeof(*c));
     uint64_t rng = seed;
@@ -155,7 +160,8 @@ static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
                  n_score);
     c->lo = (clef_ref_loss_opts){.smoothing = 0.1, .brier = 0.25,
                                  .ordinal = 0.3, .n_q = n_q,
-                                 .n_score = n_score};
+                                 .n_score = n_score, .drop = &c->drop};
+    clef_dropout_set(&c->drop, p, seed, 7, 0);
 
     // the float path: forward, loss, backward into zeroed grads
     const int O = c->r.O;
@@ -165,6 +171,7 @@ static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
     cr_assert_not_null(ws, "clef_ws_create failed");
     cr_assert_eq(clef_ws_set_memory_attention(ws, mode), 0, "%s", mode);
     clef_ws_set_d_block_flops(ws, 1.0); // D in as many blocks as d allows
+    clef_ws_set_dropout(ws, p, seed, 7, 0);
     memset(c->hd.grads, 0, sizeof(float) * c->hd.nparams);
     clef_head_forward(&clef_scalar_kernels, &c->hd, &c->r, ws, c->z);
     clef_record_loss(&clef_scalar_kernels, &c->r, c->z, &c->to, n_q, n_score,
@@ -205,10 +212,10 @@ static double central_difference(fd_case *c, size_t i)
 // ---- float forward against the reference ----
 
 static void check_forward(const clef_config *cfg, uint64_t seed,
-                          const char *mode)
+                          const char *mode, double p)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed, 0, mode);
+    fd_case_make(&c, cfg, seed, 0, mode, p);
     const int O = c.r.O;
     double *zr = clef_test_dalloc(O);
     double loss = ref_loss(&c, zr);
@@ -238,13 +245,13 @@ static void check_forward(const clef_config *cfg, uint64_t seed,
 // each memory-attention form (core/memattn.h) against the same reference
 Test(head_fd, forward_matches_reference_a)
 {
-    check_forward(&cfg_a, 0x5eed01, "project");
-    check_forward(&cfg_a, 0x5eed01, "absorb");
+    check_forward(&cfg_a, 0x5eed01, "project", 0);
+    check_forward(&cfg_a, 0x5eed01, "absorb", 0);
 }
 Test(head_fd, forward_matches_reference_b)
 {
-    check_forward(&cfg_b, 0x5eed02, "project");
-    check_forward(&cfg_b, 0x5eed02, "absorb");
+    check_forward(&cfg_b, 0x5eed02, "project", 0);
+    check_forward(&cfg_b, 0x5eed02, "absorb", 0);
 }
 
 // ---- every parameter by central differences ----
@@ -268,10 +275,10 @@ static void family_of(const char *name, char *fam, size_t n)
 }
 
 static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
-                           const char *mode)
+                           const char *mode, double p)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed, saturate, mode);
+    fd_case_make(&c, cfg, seed, saturate, mode, p);
     if (saturate) {
         // κ clamped: the two scales get no gradient at all (HEAD.md §4)
         for (int k = 0; k < 2; k++) {
@@ -366,25 +373,44 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
 
 Test(head_fd, gradient_every_tensor_a, .timeout = 60)
 {
-    check_gradient(&cfg_a, 0xfd01, 0, "project");
+    check_gradient(&cfg_a, 0xfd01, 0, "project", 0);
 }
 Test(head_fd, gradient_every_tensor_b, .timeout = 60)
 {
-    check_gradient(&cfg_b, 0xfd02, 0, "project");
+    check_gradient(&cfg_b, 0xfd02, 0, "project", 0);
 }
 // the memory attentions in absorbed form (core/memattn.h)
 Test(head_fd, gradient_every_tensor_a_absorbed, .timeout = 60)
 {
-    check_gradient(&cfg_a, 0xfd01, 0, "absorb");
+    check_gradient(&cfg_a, 0xfd01, 0, "absorb", 0);
 }
 Test(head_fd, gradient_every_tensor_b_absorbed, .timeout = 60)
 {
-    check_gradient(&cfg_b, 0xfd02, 0, "absorb");
+    check_gradient(&cfg_b, 0xfd02, 0, "absorb", 0);
 }
+// Dropout at every site with its masks fixed (core/dropout.h): the float
+// path (the field attentions composed per head, the routing attention in
+// either form) against the reference applying the same masks, logits and
+// every gradient. p = 0.3 drops about a third of every site.
+Test(head_fd, dropout_forward_matches_reference)
+{
+    check_forward(&cfg_a, 0xd401, "project", 0.3);
+    check_forward(&cfg_a, 0xd401, "absorb", 0.3);
+    check_forward(&cfg_b, 0xd402, "auto", 0.3);
+}
+Test(head_fd, dropout_gradient_every_tensor_a, .timeout = 60)
+{
+    check_gradient(&cfg_a, 0xd403, 0, "project", 0.3);
+}
+Test(head_fd, dropout_gradient_every_tensor_b_absorbed, .timeout = 60)
+{
+    check_gradient(&cfg_b, 0xd404, 0, "absorb", 0.3);
+}
+
 // κ(s) clamped at 100 for both scales (odd widths)
 Test(head_fd, gradient_kappa_clamped_b, .timeout = 60)
 {
-    check_gradient(&cfg_b, 0xfd03, 1, "auto");
+    check_gradient(&cfg_b, 0xfd03, 1, "auto", 0);
 }
 
 // A wide hidden size: the memory projection's backward computes D = dMᵀ x̂
@@ -403,7 +429,7 @@ static void check_wide_gradient(const char *mode)
     static const int cols[] = {0, 575, 576, 1023, 1024, 1279, 1280, 1299};
     const int ncol = (int)(sizeof(cols) / sizeof(cols[0])), d = cfg_wide.d;
     fd_case c;
-    fd_case_make(&c, &cfg_wide, 0xfd04, 0, mode);
+    fd_case_make(&c, &cfg_wide, 0xfd04, 0, mode, 0);
     int nbad = 0;
     for (int n = 0; n < 3; n++) {
         const int ti = clef_head_find(&c.hd, names[n]);
@@ -474,7 +500,7 @@ static bool rows_sum_to_zero(const clef_head *hd, const char *name)
 static void check_invariants(const clef_config *cfg, uint64_t seed)
 {
     fd_case c;
-    fd_case_make(&c, cfg, seed, 0, "auto");
+    fd_case_make(&c, cfg, seed, 0, "auto", 0);
     // residual_scorer.3.bias: σ(γ) Σ_o ∂L/∂z_o, and ∂L/∂z sums to 0 over each
     // question; the terms cancelling are σ(γ)(p + y')/N and the Brier and
     // ordinal parts (≤ (2β + λ) of the same size): O float terms.

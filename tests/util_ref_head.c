@@ -23,6 +23,7 @@
 typedef struct ref_params {
     const clef_head *hd;
     const double *p; // flat, laid out like hd->params
+    const clef_dropout *drop; // NULL: no dropout
 } ref_params;
 
 // The tensor named by fmt: shape (s0, s1) for a matrix, (s0) with s1 = 0 for a
@@ -114,11 +115,31 @@ static void softmax(int n, const double *x, double *y)
         y[i] /= s;
 }
 
+// Dropout of rows [row0, row0 + n) of site (site, layer) on x (n, m) in
+// place: x ← x · scale where the mask keeps an element, else 0. A no-op
+// without dropout or with site < 0.
+static void ref_drop(const ref_params *rp, int site, int layer, int row0,
+                     int n, int m, double *x)
+{
+    const clef_dropout *d = rp->drop;
+    if (!d || site < 0 || !(d->p > 0))
+        return;
+    const uint64_t key = clef_dropout_site(d, site, layer);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++)
+            x[(size_t)i * m + j] = clef_dropout_keeps(d, key, 0, row0 + i, j)
+                                       ? x[(size_t)i * m + j] * d->scale
+                                       : 0.0;
+}
+
 // Y (nq, w) = MHA(Xq (nq, w), Xkv (nk, w)) of the module at `prefix`
 // (in_proj_weight (3w, w) rows Wq | Wk | Wv, in_proj_bias (3w), out_proj),
-// h heads of dh = w / h columns each, scores scaled by 1/√dh, no mask.
-static void mha(const ref_params *rp, const char *prefix, int nq, int nk,
-                const double *Xq, const double *Xkv, double *Y)
+// h heads of dh = w / h columns each, scores scaled by 1/√dh, no mask; with
+// dropout on the weights at site wsite of layer `layer` (< 0: none), head k's
+// row i the mask's row k·nq + i.
+static void mha(const ref_params *rp, const char *prefix, int wsite,
+                int layer, int nq, int nk, const double *Xq, const double *Xkv,
+                double *Y)
 {
     const int w = rp->hd->cfg.w, h = rp->hd->cfg.h, dh = w / h;
     const double *in_w = ten(rp, 3 * w, w, "%sin_proj_weight", prefix);
@@ -144,6 +165,7 @@ static void mha(const ref_params *rp, const char *prefix, int nq, int nk,
                 s[j] = dot * scale;
             }
             softmax(nk, s, a);
+            ref_drop(rp, wsite, layer, k * nq + i, 1, nk, a);
             for (int c = c0; c < c0 + dh; c++) {
                 double acc = 0.0;
                 for (int j = 0; j < nk; j++)
@@ -206,15 +228,18 @@ static void routing_layer(const ref_params *rp, int i, int O, int T,
               ten(rp, w, 0, "%squery_norm.bias", pre), Qn);
     char att[2 * CLEF_NAME_MAX];
     snprintf(att, sizeof(att), "%sattention.", pre);
-    mha(rp, att, O, T, Qn, Mt, A);
+    mha(rp, att, -1, i, O, T, Qn, Mt, A);
+    ref_drop(rp, CLEF_DROP_ROUTE_ATT_OUT, i, 0, O, w, A);
     add_inplace((size_t)O * w, R, A); // R' (O, w)
     layernorm(O, w, R, ten(rp, w, 0, "%sfeedforward_norm.weight", pre),
               ten(rp, w, 0, "%sfeedforward_norm.bias", pre), Qn);
     linear(O, w, f, Qn, ten(rp, f, w, "%sfeedforward.0.weight", pre),
            ten(rp, f, 0, "%sfeedforward.0.bias", pre), H1);
     gelu_inplace((size_t)O * f, H1);
+    ref_drop(rp, CLEF_DROP_ROUTE_FFN_IN, i, 0, O, f, H1);
     linear(O, f, w, H1, ten(rp, w, f, "%sfeedforward.3.weight", pre),
            ten(rp, w, 0, "%sfeedforward.3.bias", pre), A);
+    ref_drop(rp, CLEF_DROP_ROUTE_FFN_OUT, i, 0, O, w, A);
     add_inplace((size_t)O * w, R, A);
     free(Mt), free(Qn), free(A), free(H1);
 }
@@ -232,20 +257,24 @@ static void field_layer(const ref_params *rp, int j, int Q, int T,
     layernorm(Q, w, F, ten(rp, w, 0, "%snorm1.weight", pre),
               ten(rp, w, 0, "%snorm1.bias", pre), N);
     snprintf(mod, sizeof(mod), "%sself_attn.", pre);
-    mha(rp, mod, Q, Q, N, N, Y);
+    mha(rp, mod, CLEF_DROP_FIELD_SA_W, j, Q, Q, N, N, Y);
+    ref_drop(rp, CLEF_DROP_FIELD_SA_OUT, j, 0, Q, w, Y);
     add_inplace((size_t)Q * w, F, Y);
     layernorm(Q, w, F, ten(rp, w, 0, "%snorm2.weight", pre),
               ten(rp, w, 0, "%snorm2.bias", pre), N);
     snprintf(mod, sizeof(mod), "%smultihead_attn.", pre);
-    mha(rp, mod, Q, T, N, M, Y);
+    mha(rp, mod, CLEF_DROP_FIELD_CA_W, j, Q, T, N, M, Y);
+    ref_drop(rp, CLEF_DROP_FIELD_CA_OUT, j, 0, Q, w, Y);
     add_inplace((size_t)Q * w, F, Y);
     layernorm(Q, w, F, ten(rp, w, 0, "%snorm3.weight", pre),
               ten(rp, w, 0, "%snorm3.bias", pre), N);
     linear(Q, w, f, N, ten(rp, f, w, "%slinear1.weight", pre),
            ten(rp, f, 0, "%slinear1.bias", pre), H1);
     gelu_inplace((size_t)Q * f, H1);
+    ref_drop(rp, CLEF_DROP_FIELD_FFN_IN, j, 0, Q, f, H1);
     linear(Q, f, w, H1, ten(rp, w, f, "%slinear2.weight", pre),
            ten(rp, w, 0, "%slinear2.bias", pre), Y);
+    ref_drop(rp, CLEF_DROP_FIELD_FFN_OUT, j, 0, Q, w, Y);
     add_inplace((size_t)Q * w, F, Y);
     free(N), free(Y), free(H1);
 }
@@ -277,8 +306,8 @@ static void summary(const clef_record *r, int w, const double *R,
 
 // Step 9: the logit of one option from f = F̂_q (w), n = option_norm(R_o)
 // (w) and prior (its prior term, already scaled); *cos_out, *res_out get the
-// cosine and the residual scorer's output.
-static double score_option(const ref_params *rp, const double *f,
+// cosine and the residual scorer's output. o: the option (its dropout row).
+static double score_option(const ref_params *rp, int o, const double *f,
                            const double *n, double prior, double *cos_out,
                            double *res_out)
 {
@@ -299,6 +328,7 @@ static double score_option(const ref_params *rp, const double *f,
     }
     linear(1, 4 * w, w, feat, W0, b0, v);
     gelu_inplace(w, v);
+    ref_drop(rp, CLEF_DROP_SCORER, 0, o, 1, w, v);
     double res = b3[0];
     for (int k = 0; k < w; k++)
         res += W3[k] * v[k];
@@ -363,7 +393,7 @@ double clef_ref_head_loss_trace(const clef_head *hd, const double *params,
     clef_ref_trace none = {0};
     if (!tr)
         tr = &none;
-    const ref_params rp = {hd, params};
+    const ref_params rp = {hd, params, o->drop};
     const int d = hd->cfg.d, w = hd->cfg.w, R_ = hd->cfg.R, L = hd->cfg.L;
     const int T = r->T, Q = r->Q, O = r->O;
     if (r->d != d) {
@@ -472,7 +502,7 @@ double clef_ref_head_loss_trace(const clef_head *hd, const double *params,
         for (int k = 0; k < d; k++)
             prior += (lex[(size_t)i * d + k] / nl) * (an[k] / na);
         double cos, res;
-        z[i] = score_option(&rp, tmp + (size_t)q * w, Nn + (size_t)i * w,
+        z[i] = score_option(&rp, i, tmp + (size_t)q * w, Nn + (size_t)i * w,
                             kp * prior, &cos, &res);
         if (tr->prior)
             tr->prior[i] = kp * prior;
