@@ -27,9 +27,9 @@ const char *cli_sweep_help =
     "\n"
     "--grid NAME=V1,V2,...: an axis over the train setting NAME (a train\n"
     "flag without --: lr, weight-decay, label-smoothing, batch, epochs,\n"
-    "betas, eps, decay-scope, max-grad-norm, brier, ordinal, seed,\n"
-    "batching, eval-every, patience, min-delta, init; in betas values write\n"
-    "B1:B2). Runs are the cartesian product, first axis outermost.\n"
+    "betas, eps, decay-scope, max-grad-norm, brier, ordinal, dropout,\n"
+    "seed, batching, eval-every, patience, min-delta, init; in betas values\n"
+    "write B1:B2). Runs are the cartesian product, first axis outermost.\n"
     "--seeds N: each point N times, seeds S..S+N-1 (S = --seed, 3407).\n"
     "--runs FILE.json: a list of objects of train settings instead of\n"
     "--grid ({\"lr\": 3e-4, \"weight-decay\": 0.01}), in file order.\n"
@@ -66,6 +66,7 @@ static const struct {
     {"max-grad-norm", "clip"},
     {"brier", "brier"},
     {"ordinal", "ordinal"},
+    {"dropout", "drop"},
     {"seed", "seed"},
     {"batching", "batching"},
     {"eval-every", "eval"},

@@ -355,6 +355,10 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
             return rc;
         t->pkg = &t->own_pkg;
     }
+    if (!c->has_dropout) { // the package's, as the reference's head takes it
+        t->c.dropout = t->pkg->dropout;
+        t->o.dropout = t->c.dropout;
+    }
     if (t->pkg->nsplit[CLEF_SPLIT_TRAIN] == 0 && c->epochs > 0)
         return clef_err_input(err, t->pkg->manifest, NULL, "records",
                               "no record has split \"train\"");

@@ -18,6 +18,8 @@ typedef struct train_cfg {
     long fault_step; // CLEF_FAULT_NAN_STEP: a NaN parameter after this update
     long kill_step;  // CLEF_FAULT_KILL_STEP: SIGKILL once this checkpoint is out
     double lr, b1, b2, eps, wd, max_grad_norm, smoothing, brier, ordinal;
+    double dropout;  // --dropout P, else the package's head.dropout
+    int has_dropout; // --dropout was given
     uint64_t seed;
 } train_cfg;
 

@@ -13,6 +13,7 @@ const char *cli_train_help =
     "       [--eps E=1e-4] [--weight-decay W=0.01]\n"
     "       [--decay-scope weights|all] [--max-grad-norm C=0]\n"
     "       [--label-smoothing E=0] [--brier B=0] [--ordinal L=0]\n"
+    "       [--dropout P]\n"
     "       [--init WEIGHTS.safetensors] [--seed S=3407]\n"
     "       [--resume CHECKPOINT] [--checkpoint-every N=0]\n"
     "       [--keep-checkpoints K=3] [--eval-every N=0]\n"
@@ -54,6 +55,12 @@ const char *cli_train_help =
     "appearance), each bucket cut into consecutive groups of B, and the\n"
     "epoch's batches are shuffled by a generator seeded from --seed and the\n"
     "epoch number.\n"
+    "--dropout P (0 <= P < 1; default: the package's head.dropout, else\n"
+    "0): dropout in training, where the reference's head applies it (after\n"
+    "each routing attention, inside and after each feed-forward, the field\n"
+    "layers' attention outputs and weights, inside the residual scorer);\n"
+    "never in evaluation. Masks are drawn from (--seed, update step,\n"
+    "element): the same for any thread count and on resume.\n"
     "--init overrides the package's initial_weights; without either, a\n"
     "fresh head is drawn from --seed. --resume restores weights, AdamW\n"
     "moments and the step from a checkpoint of the same package and\n"
@@ -131,6 +138,16 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
             cli_parse_double("--ordinal", v, 0, 1e6, &c->ordinal, err))
         NUM("--seed", cli_parse_u64("--seed", v, CLI_SEED_MAX, &c->seed,
                                       err))
+        if ((r = cli_flag(argc, argv, &i, "--dropout", 1, &v, err))) {
+            if (r < 0 ||
+                cli_parse_double("--dropout", v, 0, 1, &c->dropout, err))
+                return CLEF_ERR_INPUT;
+            if (c->dropout >= 1)
+                return clef_err_input(err, NULL, NULL, "--dropout",
+                                      "%g is out of range [0, 1)", c->dropout);
+            c->has_dropout = 1;
+            continue;
+        }
         NUM("--checkpoint-every", cli_parse_long("--checkpoint-every", v, 0,
                                                  big, &c->checkpoint_every,
                                                  err))
@@ -242,6 +259,8 @@ void cli_train_opts(const train_cfg *c, clef_train_opts *o)
     o->smoothing = (float)c->smoothing;
     o->brier = (float)c->brier;
     o->ordinal = (float)c->ordinal;
+    o->dropout = c->dropout;
+    o->dropout_seed = c->seed;
 }
 
 json_t *cli_train_settings(const train_cfg *c, const char *backend,
@@ -256,6 +275,8 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
         "brier", c->brier, "ordinal", c->ordinal, "max_grad_norm",
         c->max_grad_norm, "seed", (json_int_t)c->seed, "batching",
         c->bucketed ? "bucketed" : "sequential");
+    if (j)
+        json_object_set_new(j, "dropout", json_real(c->dropout));
     if (j && backend) {
         json_object_set_new(j, "backend", json_string(backend));
         json_object_set_new(j, "threads", json_integer(threads));
@@ -268,7 +289,7 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
 static const char *const resume_keys[] = {
     "batch", "lr", "betas", "eps", "weight_decay", "decay_scope",
     "label_smoothing", "brier", "ordinal", "max_grad_norm", "seed",
-    "batching"};
+    "batching", "dropout"};
 
 int cli_train_check_resume(const train_cfg *c, const char *ckpt,
                            const char *train_json, clef_err *err)
@@ -285,7 +306,11 @@ int cli_train_check_resume(const train_cfg *c, const char *ckpt,
     for (size_t i = 0; i < sizeof(resume_keys) / sizeof(*resume_keys); i++) {
         json_t *a = json_object_get(saved, resume_keys[i]);
         json_t *b = json_object_get(now, resume_keys[i]);
-        if (!a || !json_equal(a, b)) {
+        json_t *zero = NULL; // checkpoints from before dropout: none
+        if (!a && !strcmp(resume_keys[i], "dropout"))
+            a = zero = json_real(0.0);
+        const int same = a && json_equal(a, b);
+        if (!same) {
             char *sa = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL;
             char *sb = json_dumps(b, JSON_ENCODE_ANY);
             rc = clef_err_input(err, ckpt, NULL, resume_keys[i],
@@ -295,8 +320,10 @@ int cli_train_check_resume(const train_cfg *c, const char *ckpt,
                                 sb ? sb : "?");
             free(sa);
             free(sb);
-            break;
         }
+        json_decref(zero);
+        if (!same)
+            break;
     }
     json_decref(now);
     json_decref(saved);

@@ -232,6 +232,14 @@ static int parse_head(clef_package *pkg, json_t *head, clef_err *err)
     }
     pkg->cfg = (clef_config){.d = v[0], .w = v[1], .h = v[2],
                              .f = v[3], .R = v[4], .L = v[5]};
+    json_t *jd = json_object_get(head, "dropout"); // optional, as the reference's
+    if (jd && !json_is_number(jd))
+        return clef_err_input(err, pkg->manifest, NULL, "head.dropout",
+                              "not a number");
+    pkg->dropout = jd ? json_number_value(jd) : 0.0;
+    if (!(pkg->dropout >= 0.0 && pkg->dropout < 1.0))
+        return clef_err_input(err, pkg->manifest, NULL, "head.dropout",
+                              "%g is out of range [0, 1)", pkg->dropout);
     return clef_config_check(&pkg->cfg, pkg->manifest, err);
 }
 

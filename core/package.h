@@ -17,6 +17,7 @@ typedef struct clef_package {
     char *dir;        // its folder: every file name is relative to it
     char sha256[CLEF_SHA256_HEX]; // of the manifest's bytes
     clef_config cfg;  // "head"
+    double dropout;   // "head".dropout, 0 ≤ p < 1 (0 when absent)
     char *provenance; // compact JSON object, or NULL when absent
     char *lexical_path;
     char lexical_sha256[CLEF_SHA256_HEX]; // the manifest's digests: checked

@@ -20,7 +20,8 @@
 
 #define FIXTURE "fixture --records 12 --validation 4 --positions 24 --seed 5"
 // 12 train records: batch 4 is 3 updates an epoch, batch 2 is 6
-#define SHARED "--epochs 3 --backend scalar"
+// dropout on: the masks must not depend on which worker runs a run
+#define SHARED "--epochs 3 --backend scalar --dropout 0.1"
 #define GRID "--grid lr=1e-3,3e-3 --grid batch=4,2"
 
 static char *make_fixture(const char *dir)

@@ -530,6 +530,12 @@ static int dump_manifest(const char *dir, json_t *m)
     json_decref(m);
     return rc;
 }
+MANIFEST_EDIT(mk_dropout_range,
+              json_object_set_new(json_object_get(m, "head"), "dropout",
+                                  json_real(1.0)))
+MANIFEST_EDIT(mk_dropout_type,
+              json_object_set_new(json_object_get(m, "head"), "dropout",
+                                  json_string("0.1")))
 
 static int mk_bad_json_hash(const char *dir)
 {
@@ -793,6 +799,10 @@ const tp_broken tp_broken_cases[] = {
     {"duplicate option id", mk_dup_option, NULL,
      {PJ, "record record-0", "questions[0].options", "appears twice"}},
     {"heads not dividing width", mk_heads, NULL, {PJ, "head"}},
+    {"dropout of 1", mk_dropout_range, NULL,
+     {PJ, "head.dropout", "out of range [0, 1)"}},
+    {"dropout not a number", mk_dropout_type, NULL,
+     {PJ, "head.dropout", "not a number"}},
     {"initial weights of another head", mk_init_mismatch, NULL,
      {"init.safetensors", "differs"}},
 };
