@@ -132,25 +132,6 @@ static int clear_run_dir(const char *rd)
     return nftw(rd, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-// Updates per epoch of run i (its checkpoint cadence when the sweep picks
-// it): the batch plan clef train builds.
-static long steps_per_epoch(const sweep *w, int i)
-{
-    int argc;
-    char **argv = sweep_argv(w->s, i, "(run dir)", NULL, 0, &argc);
-    train_cfg c;
-    clef_err e;
-    long n = 0;
-    train_plan p;
-    if (argv && !cli_train_parse(argc, argv, &c, &e) &&
-        !cli_plan_build(w->pkg, c.batch, c.bucketed, c.seed, &p)) {
-        n = p.nbatches;
-        cli_plan_free(&p);
-    }
-    sweep_argv_free(argv, argc);
-    return n;
-}
-
 // ------------------------------------------------------------ progress --
 
 static void progress(sweep *w, int i, const char *rd, int rc,
@@ -197,8 +178,7 @@ static int run_one(sweep *w, int i, clef_err *err, int *skipped)
         return clef_err_set(err, CLEF_ERR_RUN, "%s: cannot clear: %s", rd,
                             strerror(errno));
     int argc;
-    char **argv = sweep_argv(s, i, rd, resume[0] ? resume : NULL,
-                             steps_per_epoch(w, i), &argc);
+    char **argv = sweep_argv(s, i, rd, resume[0] ? resume : NULL, &argc);
     if (!argv)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     int rc = cli_train_with(argc, argv, w->pkg, 0, err);
@@ -319,7 +299,7 @@ static int check_first_run(const sweep_spec *s, const clef_package *pkg,
     char rd[PATH_MAX];
     snprintf(rd, sizeof(rd), "%s/runs/.check", s->dir);
     int argc;
-    char **argv = sweep_argv(s, 0, rd, NULL, 0, &argc);
+    char **argv = sweep_argv(s, 0, rd, NULL, &argc);
     if (!argv)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     int rc = cli_train_with(argc, argv, pkg, 1, err);

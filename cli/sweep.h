@@ -28,7 +28,7 @@ typedef struct sweep_spec {
     int parallel, threads_per_run, seeds, yes;
     char **shared; // (nshared) the train flags every run gets, argv form
     int nshared;
-    int user_ckpt_every; // --checkpoint-every among the shared flags
+    int user_ckpt;       // --checkpoint-every or -seconds among the shared
     sweep_run *runs;
     int nruns;
 } sweep_spec;
@@ -40,9 +40,12 @@ int sweep_spec_parse(int argc, char **argv, sweep_spec *s, clef_err *err);
 void sweep_spec_free(sweep_spec *s);
 // Run i's `clef train` argv (malloc'd, every string too: sweep_argv_free): the
 // shared flags, the run's settings, --package, --run-dir DIR/runs/<name>,
-// --quiet, --threads T, and resume (may be NULL) as --resume. *argc is set.
+// --quiet, --threads T, resume (may be NULL) as --resume, and
+// --checkpoint-seconds SWEEP_CHECKPOINT_S unless the shared flags choose
+// checkpoints. *argc is set.
+#define SWEEP_CHECKPOINT_S 30
 char **sweep_argv(const sweep_spec *s, int i, const char *run_dir,
-                  const char *resume, long ckpt_every, int *argc);
+                  const char *resume, int *argc);
 void sweep_argv_free(char **argv, int argc);
 // The spec as stored in DIR/sweep-spec.json (what a rerun must match).
 json_t *sweep_spec_json(const sweep_spec *s, const char *package_sha256);

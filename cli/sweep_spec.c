@@ -42,7 +42,8 @@ const char *cli_sweep_help =
     "\n"
     "Resumable: the same command again skips finished runs (their outputs\n"
     "checked) and resumes unfinished ones from their last checkpoint (one\n"
-    "per epoch unless --checkpoint-every is given); the results are those\n"
+    "each 30 s of a run unless --checkpoint-every or --checkpoint-seconds\n"
+    "is given: a killed run loses at most that); the results are those\n"
     "of an uninterrupted sweep, bit for bit. A different package or\n"
     "different shared settings in an existing DIR are refused.\n"
     "Writes DIR/sweep-spec.json, DIR/runs/<name>/ (as clef train),\n"
@@ -90,6 +91,7 @@ static const struct {
     {"quiet", "runs are always quiet"},
     {"metric", "the sweep's --metric"},
     {"checkpoint-every", "a bookkeeping setting"},
+    {"checkpoint-seconds", "a bookkeeping setting"},
     {"keep-checkpoints", "a bookkeeping setting"},
 };
 #define NFIXED_KEYS ((int)(sizeof(fixed_keys) / sizeof(*fixed_keys)))
@@ -386,7 +388,8 @@ static int shared_flag(sweep_spec *s, int argc, char **argv, int *i,
     for (size_t k = 0; k < sizeof(own_keys) / sizeof(*own_keys); k++)
         if (!strcmp(key, own_keys[k]))
             why = fixed_why(key);
-    const int user_ckpt = !strcmp(key, "checkpoint-every");
+    const int user_ckpt = !strcmp(key, "checkpoint-every") ||
+                          !strcmp(key, "checkpoint-seconds");
     const int is_seed = !strcmp(key, "seed");
     const int quiet = !strcmp(key, "quiet");
     const int is_pin = !strcmp(key, "package-sha256");
@@ -406,7 +409,7 @@ static int shared_flag(sweep_spec *s, int argc, char **argv, int *i,
         if (add_shared(s, val))
             return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     }
-    s->user_ckpt_every |= user_ckpt;
+    s->user_ckpt |= user_ckpt;
     if (is_pin)
         s->pin = val;
     if (is_backend)
@@ -557,7 +560,7 @@ static int check_runs(sweep_spec *s, clef_err *err)
         if (!(r->name = run_name(r)))
             return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
         int argc;
-        char **argv = sweep_argv(s, i, "(run dir)", NULL, 0, &argc);
+        char **argv = sweep_argv(s, i, "(run dir)", NULL, &argc);
         if (!argv)
             return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
         train_cfg c;
@@ -690,7 +693,7 @@ void sweep_spec_free(sweep_spec *s)
 // ------------------------------------------------------------- argv --
 
 char **sweep_argv(const sweep_spec *s, int i, const char *run_dir,
-                  const char *resume, long ckpt_every, int *argc)
+                  const char *resume, int *argc)
 {
     const sweep_run *r = &s->runs[i];
     const int cap = s->nshared + r->nset + 12;
@@ -727,8 +730,9 @@ char **sweep_argv(const sweep_spec *s, int i, const char *run_dir,
         OWN("--resume");
         OWN(resume);
     }
-    if (ckpt_every > 0 && !s->user_ckpt_every) {
-        snprintf(buf, sizeof(buf), "--checkpoint-every=%ld", ckpt_every);
+    if (!s->user_ckpt) { // at most one checkpoint per half minute: fsyncs
+        snprintf(buf, sizeof(buf), "--checkpoint-seconds=%d",
+                 SWEEP_CHECKPOINT_S);
         OWN(buf);
     }
 #undef OWN

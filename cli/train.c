@@ -727,6 +727,18 @@ static void progress_show(progress *pb, const train_run *t, long step,
 
 // -------------------------------------------------------------- train --
 
+// A checkpoint after update `step`: every --checkpoint-every steps, and
+// once --checkpoint-seconds have passed since the last one (a checkpoint
+// taken at any step resumes to the same bits, so its timing changes no
+// result).
+static int checkpoint_due(const train_run *t, long step, double last)
+{
+    const long every = t->c.checkpoint_every;
+    const double secs = t->c.checkpoint_seconds;
+    return (every && step % every == 0) ||
+           (secs > 0 && cli_now() - last >= secs);
+}
+
 static int train_loop(train_run *t, clef_err *err)
 {
     const clef_record **recs =
@@ -738,7 +750,7 @@ static int train_loop(train_run *t, clef_err *err)
     long epoch = -1;
     double loss = 0;
     int rc = 0;
-    double t0 = cli_now();
+    double t0 = cli_now(), last_ckpt = t0;
     while (t->hd.step < t->total_steps && !es_stopped(t)) {
         long s = t->hd.step;
         if (s / nb != epoch) {
@@ -775,11 +787,12 @@ static int train_loop(train_run *t, clef_err *err)
                 es_observe(t, step, &ev);
             cli_eval_free(&ev);
         }
-        if (t->c.checkpoint_every && step % t->c.checkpoint_every == 0 &&
-            step != t->total_steps && !es_stopped(t)) {
+        if (checkpoint_due(t, step, last_ckpt) && step != t->total_steps &&
+            !es_stopped(t)) {
             if ((rc = save_checkpoint(t, err)))
                 break;
             prune_checkpoints(t);
+            last_ckpt = cli_now();
         }
     }
     t->train_s = cli_now() - t0;

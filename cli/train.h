@@ -11,6 +11,7 @@ typedef struct train_cfg {
     const char *backend;
     int epochs, batch, keep, threads, quiet, bucketed, decay_all;
     long checkpoint_every, eval_every;
+    double checkpoint_seconds; // --checkpoint-seconds S (0: none)
     int patience;     // --patience K (0: no early stopping)
     int metric_acc;   // --metric val_accuracy (else val_loss)
     double min_delta; // --min-delta X

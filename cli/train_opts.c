@@ -16,6 +16,7 @@ const char *cli_train_help =
     "       [--dropout P]\n"
     "       [--init WEIGHTS.safetensors] [--seed S=3407]\n"
     "       [--resume CHECKPOINT] [--checkpoint-every N=0]\n"
+    "       [--checkpoint-seconds S=0]\n"
     "       [--keep-checkpoints K=3] [--eval-every N=0]\n"
     "       [--patience K] [--min-delta X=0]\n"
     "       [--metric val_loss|val_accuracy]\n"
@@ -66,9 +67,10 @@ const char *cli_train_help =
     "moments and the step from a checkpoint of the same package and\n"
     "settings; --epochs is then the total, so N steps plus a resumed run to\n"
     "2N steps equal 2N uninterrupted steps bit for bit. Checkpoints: every\n"
-    "--checkpoint-every steps (0: only at the end) and at the end, keeping\n"
-    "the newest --keep-checkpoints of this run's own history (0: keep\n"
-    "all).\n"
+    "--checkpoint-every steps (0: only at the end), after the first update\n"
+    "that ends --checkpoint-seconds S after the last checkpoint (0: never),\n"
+    "and at the end, keeping the newest --keep-checkpoints of this run's\n"
+    "own history (0: keep all).\n"
     "Checkpoints are written only when every parameter and moment is\n"
     "finite; a stopped run names its last good checkpoint in result.json.\n"
     "Exit codes: 0 ok, 1 failure while running (for example a non-finite\n"
@@ -151,6 +153,9 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
         NUM("--checkpoint-every", cli_parse_long("--checkpoint-every", v, 0,
                                                  big, &c->checkpoint_every,
                                                  err))
+        NUM("--checkpoint-seconds",
+            cli_parse_double("--checkpoint-seconds", v, 0, 1e9,
+                             &c->checkpoint_seconds, err))
         NUM("--keep-checkpoints",
             cli_parse_int("--keep-checkpoints", v, 0, big, &c->keep, err))
         NUM("--eval-every",

@@ -486,6 +486,16 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
                      "/checkpoint-6.safetensors"));
     snprintf(args, sizeof(args), "%s/run/checkpoint-4.safetensors", dir);
     cr_expect(!tp_exists(args), "older checkpoints are removed");
+    // --checkpoint-seconds: a checkpoint after every update that ends that
+    // long after the last one (1 µs: after every update here)
+    snprintf(args, sizeof(args), "--package %s/package.json --run-dir %s/rs "
+             "--epochs 2 --checkpoint-seconds 1e-6 --keep-checkpoints 0",
+             pkg, dir);
+    json_t *rs = train_ok(dir, args);
+    json_t *cks = json_object_get(json_object_get(rs, "artifacts"),
+                                  "checkpoints");
+    cr_expect_eq(json_array_size(cks), 4, "a checkpoint after every update");
+    json_decref(rs);
     json_t *h = json_object_get(r, "history");
     cr_assert_eq(json_array_size(h), 4, "steps 0, 2, 4, 6");
     for (int i = 0; i < 4; i++)
@@ -508,6 +518,7 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
                          "--betas 0.9", "--decay-scope none",
                          "--batching random", "--backend nosuch",
                          "--label-smoothing 2", "--package-sha256 12",
+                         "--checkpoint-seconds -1",
                          "--bogus 1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         cr_expect_eq(tp_clef(dir, "train --package %s/package.json --run-dir "
