@@ -28,7 +28,7 @@ typedef struct sweep_spec {
     int parallel, threads_per_run, seeds, yes;
     char **shared; // (nshared) the train flags every run gets, argv form
     int nshared;
-    int user_ckpt;       // --checkpoint-every or -seconds among the shared
+    int user_ckpt; // --checkpoint-every or -seconds among the shared
     sweep_run *runs;
     int nruns;
 } sweep_spec;

@@ -388,8 +388,8 @@ static int shared_flag(sweep_spec *s, int argc, char **argv, int *i,
     for (size_t k = 0; k < sizeof(own_keys) / sizeof(*own_keys); k++)
         if (!strcmp(key, own_keys[k]))
             why = fixed_why(key);
-    const int user_ckpt = !strcmp(key, "checkpoint-every") ||
-                          !strcmp(key, "checkpoint-seconds");
+    const int user_ckpt =
+        !strcmp(key, "checkpoint-every") || !strcmp(key, "checkpoint-seconds");
     const int is_seed = !strcmp(key, "seed");
     const int quiet = !strcmp(key, "quiet");
     const int is_pin = !strcmp(key, "package-sha256");
