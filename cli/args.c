@@ -94,6 +94,16 @@ int cli_parse_double(const char *flag, const char *s, double lo, double hi,
     return 0;
 }
 
+int cli_parse_choice(const char *flag, const char *s, const char *a,
+                     const char *b, int *is_b, clef_err *err)
+{
+    if (strcmp(s, a) && strcmp(s, b))
+        return clef_err_input(err, NULL, NULL, flag, "\"%s\" is not %s or %s",
+                              s, a, b);
+    *is_b = !strcmp(s, b);
+    return 0;
+}
+
 int cli_parse_pair(const char *flag, const char *s, double lo, double hi,
                    double *a, double *b, clef_err *err)
 {

@@ -39,6 +39,10 @@ int cli_parse_u64(const char *flag, const char *s, uint64_t max,
 #define CLI_SEED_MAX ((uint64_t)INT64_MAX)
 int cli_parse_double(const char *flag, const char *s, double lo, double hi,
                      double *out, clef_err *err);
+// One of two words: *is_b = 0 for a, 1 for b; anything else is a usage
+// error naming both.
+int cli_parse_choice(const char *flag, const char *s, const char *a,
+                     const char *b, int *is_b, clef_err *err);
 // "B1,B2"
 int cli_parse_pair(const char *flag, const char *s, double lo, double hi,
                    double *a, double *b, clef_err *err);

@@ -460,14 +460,9 @@ static int sweep_flags(sweep_spec *s, int argc, char **argv, axis **axes,
         NUM("--threads-per-run", 1, 4096, &s->threads_per_run)
 #undef NUM
         if ((r = cli_flag(argc, argv, &i, "--metric", 1, &v, err))) {
-            if (r < 0)
+            if (r < 0 || cli_parse_choice("--metric", v, "val_loss",
+                                          "val_accuracy", &s->metric_acc, err))
                 return CLEF_ERR_INPUT;
-            if (strcmp(v, "val_loss") && strcmp(v, "val_accuracy"))
-                return clef_err_input(err, NULL, NULL, "--metric",
-                                      "\"%s\" is not val_loss or "
-                                      "val_accuracy",
-                                      v);
-            s->metric_acc = !strcmp(v, "val_accuracy");
             continue;
         }
         if ((r = cli_flag(argc, argv, &i, "--grid", 1, &v, err))) {

@@ -171,35 +171,12 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
         }
         NUM("--threads",
             cli_parse_int("--threads", v, 1, 4096, &c->threads, err))
-        if ((r = cli_flag(argc, argv, &i, "--decay-scope", 1, &v, err))) {
-            if (r < 0)
-                return CLEF_ERR_INPUT;
-            if (strcmp(v, "weights") && strcmp(v, "all"))
-                return clef_err_input(err, NULL, NULL, "--decay-scope",
-                                      "\"%s\" is not weights or all", v);
-            c->decay_all = !strcmp(v, "all");
-            continue;
-        }
-        if ((r = cli_flag(argc, argv, &i, "--metric", 1, &v, err))) {
-            if (r < 0)
-                return CLEF_ERR_INPUT;
-            if (strcmp(v, "val_loss") && strcmp(v, "val_accuracy"))
-                return clef_err_input(err, NULL, NULL, "--metric",
-                                      "\"%s\" is not val_loss or val_accuracy",
-                                      v);
-            c->metric_acc = !strcmp(v, "val_accuracy");
-            continue;
-        }
-        if ((r = cli_flag(argc, argv, &i, "--batching", 1, &v, err))) {
-            if (r < 0)
-                return CLEF_ERR_INPUT;
-            if (strcmp(v, "sequential") && strcmp(v, "bucketed"))
-                return clef_err_input(err, NULL, NULL, "--batching",
-                                      "\"%s\" is not sequential or bucketed",
-                                      v);
-            c->bucketed = !strcmp(v, "bucketed");
-            continue;
-        }
+        NUM("--decay-scope", cli_parse_choice("--decay-scope", v, "weights",
+                                              "all", &c->decay_all, err))
+        NUM("--metric", cli_parse_choice("--metric", v, "val_loss",
+                                         "val_accuracy", &c->metric_acc, err))
+        NUM("--batching", cli_parse_choice("--batching", v, "sequential",
+                                           "bucketed", &c->bucketed, err))
 #undef NUM
         return clef_err_input(err, NULL, NULL, argv[i],
                               "unknown flag (see clef train --help)");
