@@ -12,11 +12,29 @@ const char *const clef_op_names[CLEF_OP_COUNT] = {
 #define CLEF_FLOPS_gemm 1
 #define CLEF_FLOPS_flops 1
 #define CLEF_FLOPS_elems 0
+#define CLEF_FLOPS_bgemm 1
+#define CLEF_FLOPS_bcvt 0
 static const unsigned char g_work_is_flops[CLEF_OP_COUNT] = {
 #define CLEF_OP_UNIT(op, sig, unit, work) CLEF_FLOPS_##unit,
     CLEF_OPS(CLEF_OP_UNIT)
 #undef CLEF_OP_UNIT
 };
+
+#define CLEF_BGEMM_gemm 0
+#define CLEF_BGEMM_flops 0
+#define CLEF_BGEMM_elems 0
+#define CLEF_BGEMM_bgemm 1
+#define CLEF_BGEMM_bcvt 0
+static const unsigned char g_is_bf16_gemm[CLEF_OP_COUNT] = {
+#define CLEF_OP_BGEMM(op, sig, unit, work) CLEF_BGEMM_##unit,
+    CLEF_OPS(CLEF_OP_BGEMM)
+#undef CLEF_OP_BGEMM
+};
+
+int clef_op_is_bf16_gemm(clef_op op)
+{
+    return op >= 0 && op < CLEF_OP_COUNT && g_is_bf16_gemm[op];
+}
 
 int clef_op_work_is_flops(clef_op op)
 {

@@ -14,6 +14,7 @@
 #define CLEF_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CLEF_LN_EPS 1e-5f         // LayerNorm variance epsilon (HEAD.md §4)
 #define CLEF_NORMALIZE_EPS 1e-12f // normalize(x) = x / max(|x|, 1e-12)
@@ -32,6 +33,24 @@
     (int M, int N, int K, const float *A, int lda, const float *B, int ldb,    \
      float *C, int ldc, int accumulate)
 #define CLEF_ARGS_gemm (M, N, K, A, lda, B, ldb, C, ldc, accumulate)
+
+// The same products with bf16 operands (mixed precision, issue 20): A and B
+// are bf16 bit patterns (uint16_t: the top half of a float32), lda and ldb
+// in bf16 elements; C stays float32 (ldc in floats), products are summed in
+// at least float32 and `accumulate` means what it means above. Same layouts:
+//   gemm_bf16_nt: A (M,K), B (N,K)   C = A·Bᵀ   y = x Wᵀ (x̂ and W in bf16)
+//   gemm_bf16_nn: A (M,K), B (K,N)   C = A·B    dx = dy W
+//   gemm_bf16_tn: A (K,M), B (K,N)   C = Aᵀ·B   dW = dyᵀ x
+// The scalar reference sums the exact products in double and rounds once.
+#define CLEF_SIG_gemm_bf16                                                     \
+    (int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,      \
+     int ldb, float *C, int ldc, int accumulate)
+#define CLEF_ARGS_gemm_bf16 (M, N, K, A, lda, B, ldb, C, ldc, accumulate)
+// y (n) = bf16(x (n)): round to nearest, ties to even, on the bits
+// (denormals kept, never flushed); a NaN stays a NaN and becomes quiet; ±Inf
+// stay ±Inf, and a finite value that rounds past the largest bf16 gives ±Inf.
+#define CLEF_SIG_cvt_bf16 (size_t n, const float *x, uint16_t *y)
+#define CLEF_ARGS_cvt_bf16 (n, x, y)
 
 // y (rows, n) += b (n) on every row.
 #define CLEF_SIG_bias_add (int rows, int n, const float *b, float *y)
@@ -174,6 +193,12 @@ typedef struct clef_loss_args {
 //                clef_f32_gemm_nt_6x16__avx2 (the scalar one has none)
 //         flops  flops;    kernels clef_f32_<op>__<backend>
 //         elems  elements; kernels clef_f32_<op>__<backend>
+//         bgemm  flops; bf16 GEMMs clef_bf16_gemm_nt_32x32__amx (their own
+//                backends: amx, avx512_bf16; scalar, oneDNN), which the f32
+//                hand-written tables (avx2, avx512, neon) leave NULL for the
+//                registry to fill (scheduler/registry.c)
+//         bcvt   elements; the float -> bf16 conversion, clef_cvt_f32_bf16__
+//                <backend> (scalar, avx2, avx512; neon takes the scalar one)
 //   work  the work of one call, from its arguments: `auto` picks a backend
 //         per shape class of it (scheduler/tune.h), clef-bench reports it.
 // From this list come the op enum, the op names, the table fields, the
@@ -206,7 +231,11 @@ typedef struct clef_loss_args {
     X(cosine_fwd, cosine_fwd, elems, (double)rows * n)                         \
     X(cosine_bwd, cosine_bwd, elems, (double)rows * n)                         \
     X(adamw, adamw, elems, (double)n)                                          \
-    X(loss, loss, elems, nq > 0 ? off[nq] : 0)
+    X(loss, loss, elems, nq > 0 ? off[nq] : 0)                                 \
+    X(gemm_bf16_nt, gemm_bf16, bgemm, 2.0 * M * N * K)                         \
+    X(gemm_bf16_nn, gemm_bf16, bgemm, 2.0 * M * N * K)                         \
+    X(gemm_bf16_tn, gemm_bf16, bgemm, 2.0 * M * N * K)                         \
+    X(cvt_f32_bf16, cvt_bf16, bcvt, (double)n)
 // clang-format on
 
 // The kernel types: clef_gemm_t (a function type: `clef_gemm_t name;`
@@ -225,34 +254,73 @@ typedef enum clef_op {
 } clef_op;
 
 // The number of ops is part of the interface: changing it must be deliberate.
-#define CLEF_OP_COUNT_EXPECTED 25
+#define CLEF_OP_COUNT_EXPECTED 29
 _Static_assert(CLEF_OP_COUNT == CLEF_OP_COUNT_EXPECTED,
                "op list changed: update CLEF_OP_COUNT_EXPECTED and add the "
                "op's kernels, test and bench case (docs/ARCHITECTURE.md)");
 
 // The name of a hand-written backend's kernel for op: CLEF_KSYM(op, unit,
-// avx2, 6x16) is clef_f32_op__avx2, or clef_f32_op_6x16__avx2 for a GEMM.
-// CLEF_KSTR gives it as a string.
+// avx2, 6x16) is clef_f32_op__avx2, or clef_f32_op_6x16__avx2 for a GEMM;
+// clef_bf16_gemm_nt_32x32__amx for gemm_bf16_nt (bgemm), clef_cvt_f32_bf16__
+// avx512 for cvt_f32_bf16 (bcvt). CLEF_KSTR gives it as a string;
+// CLEF_SSYM(op, unit) / CLEF_SSTR the scalar reference's (no tile).
 #define CLEF_KSYM(op, unit, isa, tile) CLEF_KSYM_##unit(op, isa, tile)
 #define CLEF_KSYM_gemm(op, isa, tile) clef_f32_##op##_##tile##__##isa
 #define CLEF_KSYM_flops(op, isa, tile) clef_f32_##op##__##isa
 #define CLEF_KSYM_elems(op, isa, tile) clef_f32_##op##__##isa
+#define CLEF_KSYM_bgemm(op, isa, tile)                                         \
+    CLEF_KSYM_bgemm_(CLEF_BF16_BASE_##op, isa, tile)
+#define CLEF_KSYM_bgemm_(base, isa, tile) CLEF_KSYM_bgemm__(base, isa, tile)
+#define CLEF_KSYM_bgemm__(base, isa, tile) clef_bf16_##base##_##tile##__##isa
+#define CLEF_KSYM_bcvt(op, isa, tile) clef_##op##__##isa
+#define CLEF_BF16_BASE_gemm_bf16_nt gemm_nt
+#define CLEF_BF16_BASE_gemm_bf16_nn gemm_nn
+#define CLEF_BF16_BASE_gemm_bf16_tn gemm_tn
+#define CLEF_SSYM(op, unit) CLEF_SSYM_##unit(op)
+#define CLEF_SSYM_gemm(op) clef_f32_##op##__scalar
+#define CLEF_SSYM_flops(op) clef_f32_##op##__scalar
+#define CLEF_SSYM_elems(op) clef_f32_##op##__scalar
+#define CLEF_SSYM_bgemm(op) CLEF_SSYM_bgemm_(CLEF_BF16_BASE_##op)
+#define CLEF_SSYM_bgemm_(base) CLEF_SSYM_bgemm__(base)
+#define CLEF_SSYM_bgemm__(base) clef_bf16_##base##__scalar
+#define CLEF_SSYM_bcvt(op) clef_##op##__scalar
 #define CLEF_KSTR(op, unit, isa, tile)                                         \
     CLEF_KSTR_(CLEF_KSYM(op, unit, isa, tile))
+#define CLEF_SSTR(op, unit) CLEF_KSTR_(CLEF_SSYM(op, unit))
 #define CLEF_KSTR_(name) CLEF_KSTR__(name)
 #define CLEF_KSTR__(name) #name
 
-// A hand-written backend from the op list: with
+// A hand-written f32 backend from the op list: with
 //   #define AVX2_DECL(op, sig, unit, work) CLEF_KERNEL_DECL(op, sig, unit,
 //   avx2, 6x16)
 // CLEF_OPS(AVX2_DECL) declares every kernel; CLEF_KERNEL_ENTRY and
 // CLEF_KERNEL_NAME fill a clef_kernels initializer's pointers and names.
+// The bf16 GEMMs (bgemm) are not theirs: nothing is declared and the entry
+// stays NULL (the registry fills it with the dispatcher's bf16 kernel).
+// CLEF_BF16_DECL / CLEF_BF16_ENTRY / CLEF_BF16_NAME do the same for the bf16
+// GEMMs alone (the amx and avx512_bf16 backends) and nothing for other ops.
 #define CLEF_KERNEL_DECL(op, sig, unit, isa, tile)                             \
-    clef_##sig##_t CLEF_KSYM(op, unit, isa, tile);
+    CLEF_KDECL_##unit(clef_##sig##_t CLEF_KSYM(op, unit, isa, tile);)
 #define CLEF_KERNEL_ENTRY(op, sig, unit, isa, tile)                            \
-    .op = CLEF_KSYM(op, unit, isa, tile),
+    CLEF_KDECL_##unit(.op = CLEF_KSYM(op, unit, isa, tile), )
 #define CLEF_KERNEL_NAME(op, sig, unit, isa, tile)                             \
-    [CLEF_OP_##op] = CLEF_KSTR(op, unit, isa, tile),
+    CLEF_KDECL_##unit([CLEF_OP_##op] = CLEF_KSTR(op, unit, isa, tile), )
+#define CLEF_KDECL_gemm(...) __VA_ARGS__
+#define CLEF_KDECL_flops(...) __VA_ARGS__
+#define CLEF_KDECL_elems(...) __VA_ARGS__
+#define CLEF_KDECL_bcvt(...) __VA_ARGS__
+#define CLEF_KDECL_bgemm(...)
+#define CLEF_BF16_DECL(op, sig, unit, isa, tile)                               \
+    CLEF_BDECL_##unit(clef_##sig##_t CLEF_KSYM(op, unit, isa, tile);)
+#define CLEF_BF16_ENTRY(op, sig, unit, isa, tile)                              \
+    CLEF_BDECL_##unit(.op = CLEF_KSYM(op, unit, isa, tile), )
+#define CLEF_BF16_NAME(op, sig, unit, isa, tile)                               \
+    CLEF_BDECL_##unit([CLEF_OP_##op] = CLEF_KSTR(op, unit, isa, tile), )
+#define CLEF_BDECL_gemm(...)
+#define CLEF_BDECL_flops(...)
+#define CLEF_BDECL_elems(...)
+#define CLEF_BDECL_bcvt(...)
+#define CLEF_BDECL_bgemm(...) __VA_ARGS__
 
 // Pre-packed GEMM operands (BLIS style), optional per backend. An operand
 // that several products read (a record's memory rows, read by every memory
@@ -308,6 +376,9 @@ extern const char *const clef_op_names[CLEF_OP_COUNT];
 
 // 1 when op's work (the list's `work`) counts flops, 0 when elements.
 int clef_op_work_is_flops(clef_op op);
+// 1 for the bf16 GEMMs (unit bgemm): kernels of the amx, avx512_bf16,
+// scalar and oneDNN backends only, named clef_bf16_gemm_<nt|nn|tn>...
+int clef_op_is_bf16_gemm(clef_op op);
 
 // Generic access to a table's function pointer for op (for tests and bench).
 void (*clef_kernels_get(const clef_kernels *k, clef_op op))(void);

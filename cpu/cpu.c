@@ -1,5 +1,8 @@
 // CPU detection: cpuid + XGETBV for ISA flags, hwloc for topology and caches.
 // Built without ISA flags (see cpu.h).
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE // syscall()
+#endif
 #include "cpu/cpu.h"
 
 #ifdef CLEF_HAVE_HWLOC // off in CLEF_MINIMAL builds (aarch64 cross)
@@ -14,6 +17,12 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #define CLEF_X86 1
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define CLEF_AMX_LINUX 1
 #endif
 
 static clef_cpu g_cpu;
@@ -50,6 +59,8 @@ static void detect_isa(clef_cpu *c)
 
     if (max_leaf >= 7) {
         __cpuid_count(7, 0, a, b, cx, d);
+        c->amx_bf16 = (d >> 22) & 1;
+        c->amx_tile = (d >> 24) & 1;
         c->avx2 = c->os_ymm && ((b >> 5) & 1);
         c->avx512f = c->os_zmm && ((b >> 16) & 1);
         c->avx512dq = c->os_zmm && ((b >> 17) & 1);
@@ -61,6 +72,7 @@ static void detect_isa(clef_cpu *c)
     }
     c->fma = c->os_ymm && fma;
     c->f16c = c->os_ymm && f16c;
+    c->os_amx = (xcr0 & 0x60000) == 0x60000; // XTILECFG (17), XTILEDATA (18)
 
     // brand string: leaves 0x80000002..4
     __get_cpuid(0x80000000, &a, &b, &cx, &d);
@@ -78,8 +90,59 @@ static void detect_isa(clef_cpu *c)
         snprintf(c->model, sizeof c->model, "%s", s);
     }
 }
+
+// Linux keeps AMX tile data off until a process asks for it (since 5.16):
+// without the grant the first tile instruction faults. Asked once, here, so
+// every AMX kernel runs after it; the grant covers the whole process.
+#define CLEF_ARCH_GET_XCOMP_PERM 0x1022
+#define CLEF_ARCH_REQ_XCOMP_PERM 0x1023
+#define CLEF_XFEATURE_XTILEDATA 18
+
+static void detect_amx(clef_cpu *c)
+{
+    c->amx = 0;
+    if (!c->amx_tile || !c->amx_bf16) {
+        snprintf(c->amx_why, sizeof c->amx_why, "cpu lacks amx-%s",
+                 c->amx_tile ? "bf16" : "tile");
+        return;
+    }
+    if (!c->os_amx) {
+        snprintf(c->amx_why, sizeof c->amx_why,
+                 "the OS has not enabled tile state (XCR0 bits 17-18)");
+        return;
+    }
+    if (!c->avx512bf16) { // the AMX level implies the AVX512-BF16 one
+        snprintf(c->amx_why, sizeof c->amx_why, "cpu lacks avx512_bf16");
+        return;
+    }
+#ifdef CLEF_AMX_LINUX
+    if (syscall(SYS_arch_prctl, CLEF_ARCH_REQ_XCOMP_PERM,
+                CLEF_XFEATURE_XTILEDATA) != 0) {
+        snprintf(c->amx_why, sizeof c->amx_why,
+                 "arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA) refused: %s",
+                 strerror(errno));
+        return;
+    }
+    unsigned long perm = 0;
+    if (syscall(SYS_arch_prctl, CLEF_ARCH_GET_XCOMP_PERM, &perm) != 0 ||
+        !(perm & (1ul << CLEF_XFEATURE_XTILEDATA))) {
+        snprintf(c->amx_why, sizeof c->amx_why,
+                 "arch_prctl(ARCH_GET_XCOMP_PERM) does not show XTILEDATA");
+        return;
+    }
+    c->amx = 1;
+    c->amx_why[0] = 0;
+#else
+    snprintf(c->amx_why, sizeof c->amx_why,
+             "no way to request tile state on this OS");
+#endif
+}
 #else
 static void detect_isa(clef_cpu *c) { (void)c; }
+static void detect_amx(clef_cpu *c)
+{
+    snprintf(c->amx_why, sizeof c->amx_why, "not an x86-64 CPU");
+}
 #endif
 
 #ifdef CLEF_HAVE_HWLOC
@@ -121,8 +184,11 @@ static int native_level(const clef_cpu *c)
     // the AVX-512 level includes the AVX2 one: its kernels hand narrow rows
     // to the AVX2 kernels
     if (c->avx512f && c->avx512bw && c->avx512dq && c->avx512vl && c->fma &&
-        c->avx2 && c->f16c)
-        return CLEF_ISA_AVX512;
+        c->avx2 && c->f16c) {
+        if (!c->avx512bf16)
+            return CLEF_ISA_AVX512;
+        return c->amx ? CLEF_ISA_AMX : CLEF_ISA_AVX512_BF16;
+    }
     if (c->avx2 && c->fma && c->f16c)
         return CLEF_ISA_AVX2;
     return CLEF_ISA_SCALAR;
@@ -135,6 +201,7 @@ static void detect(void)
     snprintf(c->model, sizeof c->model, "unknown");
     detect_isa(c);
     detect_topology(c);
+    detect_amx(c);
     c->isa_native = native_level(c);
     c->isa = c->isa_native;
     const char *cap = getenv("CLEF_MAX_ISA");
@@ -142,8 +209,8 @@ static void detect(void)
         int lvl = clef_isa_parse(cap);
         if (lvl < 0)
             fprintf(stderr,
-                    "clef: CLEF_MAX_ISA=%s: unknown ISA (scalar|avx2|avx512); "
-                    "ignored\n",
+                    "clef: CLEF_MAX_ISA=%s: unknown ISA "
+                    "(scalar|avx2|avx512|avx512_bf16|amx); ignored\n",
                     cap);
         else if (lvl < c->isa)
             c->isa = lvl;
@@ -169,6 +236,10 @@ const char *clef_isa_name(int isa)
         return "avx2";
     case CLEF_ISA_AVX512:
         return "avx512";
+    case CLEF_ISA_AVX512_BF16:
+        return "avx512_bf16";
+    case CLEF_ISA_AMX:
+        return "amx";
     default:
         return NULL;
     }
@@ -176,7 +247,7 @@ const char *clef_isa_name(int isa)
 
 int clef_isa_parse(const char *name)
 {
-    for (int i = CLEF_ISA_SCALAR; i <= CLEF_ISA_AVX512; i++)
+    for (int i = CLEF_ISA_SCALAR; i <= CLEF_ISA_MAX; i++)
         if (name && strcmp(name, clef_isa_name(i)) == 0)
             return i;
     return -1;
@@ -192,6 +263,10 @@ void clef_cpu_print(const clef_cpu *c, void *fp)
             c->avx2, c->fma, c->f16c, c->avx512f, c->avx512bw, c->avx512dq,
             c->avx512vl, c->avx512bf16, c->avx512vnni, c->os_ymm, c->os_zmm,
             clef_isa_name(c->isa_native), clef_isa_name(c->isa));
+    fprintf(f, "clef: amx-tile=%d amx-bf16=%d (os tile state=%d): %s%s\n",
+            c->amx_tile, c->amx_bf16, c->os_amx,
+            c->amx ? "usable (XTILEDATA granted)" : "not usable: ",
+            c->amx ? "" : c->amx_why);
     fprintf(f,
             "clef: %d package(s), %d core(s), %d PU(s), %d cpu kind(s); "
             "L1d %zu KiB, L2 %zu KiB, L3 %zu KiB (L3 not used)\n",

@@ -16,6 +16,11 @@ enum {
     CLEF_ISA_SCALAR = 0,
     CLEF_ISA_AVX2 = 1,   // AVX2 + FMA + F16C, ymm state enabled by the OS
     CLEF_ISA_AVX512 = 2, // AVX-512 F/BW/DQ/VL + the AVX2 level, zmm + opmask state
+    CLEF_ISA_AVX512_BF16 = 3, // + AVX512-BF16 (vdpbf16ps)
+    // + AMX-TILE and AMX-BF16, tile state enabled by the OS (XCR0 bits 17-18)
+    // and granted to this process (arch_prctl ARCH_REQ_XCOMP_PERM)
+    CLEF_ISA_AMX = 4,
+    CLEF_ISA_MAX = CLEF_ISA_AMX,
 };
 
 typedef struct clef_cpu {
@@ -24,7 +29,13 @@ typedef struct clef_cpu {
     // ISA flags (each already ANDed with OS support of its register state)
     int avx2, fma, f16c;
     int avx512f, avx512bw, avx512dq, avx512vl, avx512bf16, avx512vnni;
-    int os_ymm, os_zmm; // XCR0 bits 1,2 (ymm) and 5,6,7 (zmm, opmask)
+    int amx_tile, amx_bf16; // cpuid leaf 7 EDX bits 24, 22 (before the OS)
+    int os_ymm, os_zmm;     // XCR0 bits 1,2 (ymm) and 5,6,7 (zmm, opmask)
+    int os_amx;             // XCR0 bits 17,18 (XTILECFG, XTILEDATA)
+    // AMX usable: cpuid + XCR0 + the kernel granted XTILEDATA to this
+    // process (requested once, during detection); else amx_why says why
+    int amx;
+    char amx_why[96];
     int isa_native;     // best level the CPU + OS can run
     int isa;            // after the CLEF_MAX_ISA cap
     // topology (hwloc; 0 when unknown)
@@ -38,11 +49,12 @@ typedef struct clef_cpu {
 const clef_cpu *clef_cpu_get(void);
 
 // The ISA level kernels may use: native level capped by CLEF_MAX_ISA
-// (scalar|avx2|avx512). An unknown CLEF_MAX_ISA value is ignored with a
-// warning on stderr.
+// (scalar|avx2|avx512|avx512_bf16|amx). An unknown CLEF_MAX_ISA value is
+// ignored with a warning on stderr.
 int clef_isa_level(void);
 
-// "scalar", "avx2", "avx512"; NULL for an unknown level.
+// "scalar", "avx2", "avx512", "avx512_bf16", "amx"; NULL for an unknown
+// level.
 const char *clef_isa_name(int isa);
 // Inverse of clef_isa_name; -1 for an unknown name.
 int clef_isa_parse(const char *name);

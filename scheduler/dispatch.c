@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/amx/amx.h"
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
+#include "backends/avx512_bf16/avx512_bf16.h"
 #include "backends/scalar/scalar.h"
 #include "cpu/cpu.h"
 #include "scheduler/registry.h"
@@ -14,16 +16,31 @@
 #define CLEF_MAX_CANDIDATES 3
 
 // Per op, from the op list: avx512, avx2, scalar (every shape each; see
-// dispatch.h).
+// dispatch.h); the bf16 GEMMs: amx, avx512_bf16, scalar.
 // clang-format off
-#define CAND(op, unit, isa, tile, level)                                       \
-    {CLEF_KSTR(op, unit, isa, tile), level, #isa,                              \
+#define CAND(op, unit, isa, tile, level, backend)                              \
+    {CLEF_KSTR(op, unit, isa, tile), level, backend,                           \
      (void (*)(void))CLEF_KSYM(op, unit, isa, tile), NULL}
-#define CAND_ROW(op, sig, unit, work)                                          \
+#define CAND_SCALAR(op, unit)                                                  \
+    {CLEF_SSTR(op, unit), CLEF_ISA_SCALAR, "scalar",                           \
+     (void (*)(void))CLEF_SSYM(op, unit), NULL}
+#define CAND_ROW(op, sig, unit, work) CAND_ROW_##unit(op, unit)
+#define CAND_ROW_F32(op, unit)                                                 \
     [CLEF_OP_##op] = {                                                         \
-        CAND(op, unit, avx512, CLEF_AVX512_GEMM_TILE, CLEF_ISA_AVX512),        \
-        CAND(op, unit, avx2, CLEF_AVX2_GEMM_TILE, CLEF_ISA_AVX2),              \
-        CAND(op, elems, scalar, , CLEF_ISA_SCALAR)},
+        CAND(op, unit, avx512, CLEF_AVX512_GEMM_TILE, CLEF_ISA_AVX512,         \
+             "avx512"),                                                        \
+        CAND(op, unit, avx2, CLEF_AVX2_GEMM_TILE, CLEF_ISA_AVX2, "avx2"),      \
+        CAND_SCALAR(op, unit)},
+#define CAND_ROW_gemm CAND_ROW_F32
+#define CAND_ROW_flops CAND_ROW_F32
+#define CAND_ROW_elems CAND_ROW_F32
+#define CAND_ROW_bcvt CAND_ROW_F32
+#define CAND_ROW_bgemm(op, unit)                                               \
+    [CLEF_OP_##op] = {                                                         \
+        CAND(op, unit, amx, CLEF_AMX_GEMM_TILE, CLEF_ISA_AMX, "amx"),          \
+        CAND(op, unit, avx512bf16, CLEF_AVX512BF16_GEMM_TILE,                  \
+             CLEF_ISA_AVX512_BF16, "avx512_bf16"),                             \
+        CAND_SCALAR(op, unit)},
 // clang-format on
 
 static const clef_candidate g_candidates[CLEF_OP_COUNT][CLEF_MAX_CANDIDATES] = {
@@ -103,8 +120,11 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
         int n;
         const clef_candidate *c = clef_dispatch_candidates((clef_op)op, &n);
         const clef_candidate *best = NULL;
+        int has_only = 0; // the restriction's level has a kernel for op
+        for (int i = 0; i < n; i++)
+            has_only |= c[i].isa == only;
         for (int i = 0; i < n && !best; i++) {
-            if (c[i].isa > max_isa || (only >= 0 && c[i].isa != only))
+            if (c[i].isa > max_isa || (has_only && c[i].isa != only))
                 continue;
             if (accepts(&c[i], NULL))
                 best = &c[i];

@@ -46,6 +46,10 @@ const char *clef_backend_unavailable(const clef_backend *b);
 // they ignore CLEF_MAX_ISA, which caps only `auto`).
 const char *clef_need_avx2(void);   // "cpu lacks avx2/fma/f16c" or NULL
 const char *clef_need_avx512(void); // "cpu lacks avx512f" ... or NULL
+// the bf16 GEMM backends: the avx512 level plus avx512_bf16; plus AMX (cpuid,
+// XCR0 tile state and the XTILEDATA grant: cpu/cpu.h says which failed)
+const char *clef_need_avx512_bf16(void);
+const char *clef_need_amx(void);
 #if defined(__aarch64__)
 const char *clef_need_neon(void); // getauxval(AT_HWCAP) & HWCAP_ASIMD
 #endif

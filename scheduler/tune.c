@@ -36,17 +36,35 @@ const clef_backend *clef_best_handwritten(void)
         if (clef_isa_parse(order[i]) > cap)
             continue;
         const clef_backend *b = clef_backend_find(order[i]);
-        if (table_complete(b) && !clef_backend_unavailable(b))
+        // availability first: it completes the table (registry.c)
+        if (b && b->table && !clef_backend_unavailable(b) && table_complete(b))
             return b;
     }
     return clef_backend_find("scalar");
 }
 
+// 1 when a kernel name carries "__<lib>" followed by nothing, "_" or "("
+// (BLIS adds its sub-configuration): "__avx512" is not "__avx512bf16".
 static int has_tag(const char *name, const char *lib)
 {
-    char tag[40];
-    snprintf(tag, sizeof tag, "__%s", lib);
-    return name && strstr(name, tag) != NULL;
+    const size_t n = strlen(lib);
+    const char *p = name ? strstr(name, "__") : NULL;
+    for (; p; p = strstr(p + 2, "__"))
+        if (strncmp(p + 2, lib, n) == 0 &&
+            (p[2 + n] == 0 || p[2 + n] == '(' || p[2 + n] == '_'))
+            return 1;
+    return 0;
+}
+
+// A backend's kernel-name tag: its name without underscores (avx512_bf16's
+// kernels are clef_bf16_gemm_nt_12x32__avx512bf16).
+static void backend_tag(const char *name, char *tag, size_t n)
+{
+    size_t j = 0;
+    for (; *name && j + 1 < n; name++)
+        if (*name != '_')
+            tag[j++] = *name;
+    tag[j] = 0;
 }
 
 // The hand-written kernel per op: the dispatcher's choice (scheduler/
@@ -106,11 +124,14 @@ int clef_fill_fallthrough(clef_kernels *t, const char *lib)
 
 int clef_backend_native(const clef_backend *b, clef_op op)
 {
-    if (clef_isa_parse(b->name) >= 0) // scalar, avx2, avx512: hand-written
-        return 1;
+    // every backend's own kernels carry its tag; what a table took from
+    // another (a library's missing ops, the bf16 GEMMs of avx2 and avx512,
+    // the f32 ops of amx and avx512_bf16) carries that one's
     if (!b->table)
         return 0;
-    return has_tag(b->table->names[op], b->name);
+    char tag[24];
+    backend_tag(b->name, tag, sizeof tag);
+    return has_tag(b->table->names[op], tag);
 }
 
 // ---- shape classes ----
@@ -417,7 +438,9 @@ static void (*const g_tramp[CLEF_OP_COUNT])(void) = {
 
 // ---- auto: choosing ----
 // Built-in preference, best first.
-static const char *const g_builtin[] = {"avx512", "onednn", "avx2", "blis",
+// The bf16 GEMM backends come first: they have nothing but the bf16 GEMMs.
+static const char *const g_builtin[] = {"amx",  "avx512_bf16", "avx512",
+                                        "onednn", "avx2",      "blis",
                                         "scalar"};
 
 int clef_auto_builtin_rank(const char *name)
@@ -445,6 +468,12 @@ static const char *unusable(const clef_backend *b, clef_op op, int builtin,
         return "incomplete table";
     if (!clef_backend_native(b, op))
         return "no kernel of its own for this op";
+    // a library's bf16 GEMMs use bf16 hardware (or emulate it) on their
+    // own: under a cap below avx512_bf16, auto keeps to the hand-written
+    // ones (CLEF_MAX_ISA=avx512 turns bf16 hardware paths off)
+    if (lvl < 0 && f->max_isa < CLEF_ISA_AVX512_BF16 &&
+        clef_op_is_bf16_gemm(op))
+        return "bf16 hardware capped by CLEF_MAX_ISA";
     if (builtin && strcmp(b->name, "blis") == 0 && f->blis_generic)
         return "BLIS runs its generic sub-configuration";
     return NULL;
@@ -645,8 +674,8 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
 }
 
 // ---- the registry's `auto` entry ----
-#define SCALAR(op, sig, unit, work) .op = clef_f32_##op##__scalar,
-#define SCALAR_NAME(op, sig, unit, work) [CLEF_OP_##op] = "clef_f32_" #op "__scalar",
+#define SCALAR(op, sig, unit, work) .op = CLEF_SSYM(op, unit),
+#define SCALAR_NAME(op, sig, unit, work) [CLEF_OP_##op] = CLEF_SSTR(op, unit),
 clef_kernels clef_auto_table = {
     .backend = "auto",
     CLEF_OPS(SCALAR)

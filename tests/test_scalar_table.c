@@ -18,7 +18,14 @@ Test(scalar_table, kernel_names)
 {
     for (int op = 0; op < CLEF_OP_COUNT; op++) {
         char want[96];
-        snprintf(want, sizeof want, "clef_f32_%s__scalar", clef_op_names[op]);
+        const char *name = clef_op_names[op];
+        if (clef_op_is_bf16_gemm((clef_op)op)) // clef_bf16_gemm_nt__scalar
+            snprintf(want, sizeof want, "clef_bf16_gemm_%s__scalar",
+                     name + strlen("gemm_bf16_"));
+        else if (op == CLEF_OP_cvt_f32_bf16)
+            snprintf(want, sizeof want, "clef_%s__scalar", name);
+        else
+            snprintf(want, sizeof want, "clef_f32_%s__scalar", name);
         cr_assert_str_eq(clef_scalar_kernels.names[op], want, "op %s",
                          clef_op_names[op]);
     }

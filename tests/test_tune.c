@@ -207,9 +207,19 @@ Test(tune, builtin_order_without_a_tuning_file)
         for (int c = 0; c < CLEF_CLASS_COUNT; c++)
             cr_expect_eq(g_ch[op][c].source, CLEF_SRC_BUILTIN);
     if (strcmp(best->name, "avx512") == 0) {
-        // avx512 heads the order: every op is hand-written avx512
+        // avx512 heads the order of the f32 ops: every one is hand-written
+        // avx512; the bf16 GEMMs take amx, else avx512_bf16, else oneDNN
         for (int op = 0; op < CLEF_OP_COUNT; op++)
-            cr_expect_str_eq(g_ch[op][CLEF_CLASS_LARGE].backend->name, "avx512");
+            if (!clef_op_is_bf16_gemm((clef_op)op))
+                cr_expect_str_eq(g_ch[op][CLEF_CLASS_LARGE].backend->name,
+                                 "avx512");
+        const char *bf16 = !clef_need_amx()           ? "amx"
+                           : !clef_need_avx512_bf16() ? "avx512_bf16"
+                                                      : NULL;
+        if (bf16)
+            cr_expect_str_eq(
+                g_ch[CLEF_OP_gemm_bf16_nt][CLEF_CLASS_LARGE].backend->name,
+                bf16);
         cr_expect_str_eq(k.names[CLEF_OP_gemm_nt],
                          best->table->names[CLEF_OP_gemm_nt]);
     }

@@ -1,5 +1,6 @@
 // The avx512 backend's table, from the op list: every op, its kernel and
-// its name (kernels.h, CLEF_KERNEL_ENTRY).
+// its name (kernels.h, CLEF_KERNEL_ENTRY); the bf16 GEMMs NULL (not this
+// backend's: the registry fills them).
 #include "avx512.h"
 
 #define ENTRY(op, sig, unit, work)                                             \
@@ -7,7 +8,7 @@
 #define NAME(op, sig, unit, work)                                              \
     CLEF_KERNEL_NAME(op, sig, unit, avx512, CLEF_AVX512_GEMM_TILE)
 
-const clef_kernels clef_avx512_kernels = {
+clef_kernels clef_avx512_kernels = {
     .backend = "avx512",
     CLEF_OPS(ENTRY).names = {CLEF_OPS(NAME)},
     .prepack = &clef_gemm_prepack_14x32__avx512,

@@ -12,8 +12,10 @@
 // backends/scalar/<family>.c (gemm.c, bias.c, layernorm.c, gelu.c,
 // softmax.c, softmax_seg.c, attention.c, span.c, gather.c, normalize.c,
 // adamw.c, loss.c).
+// The bf16 ops (gemm_bf16.c): clef_bf16_gemm_nt__scalar, ...,
+// clef_cvt_f32_bf16__scalar (kernels.h CLEF_SSYM).
 #define CLEF_SCALAR_DECL(op, sig, unit, work)                                  \
-    clef_##sig##_t clef_f32_##op##__scalar;
+    clef_##sig##_t CLEF_SSYM(op, unit);
 CLEF_OPS(CLEF_SCALAR_DECL)
 
 #endif

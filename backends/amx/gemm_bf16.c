@@ -1,0 +1,232 @@
+// bf16 GEMMs on AMX tiles: C (M,N) = [C +] op(A) · op(B).
+//
+// Tiles (one configuration, palette 1, every tile 16 rows × 64 bytes):
+//   tmm0..3  C: the 32×32 block of C as 2×2 tiles of 16×16 floats
+//   tmm4, 5  A: rows m0..m0+15 and m0+16..m0+31, 32 values of k each
+//   tmm6, 7  B: 16 pairs of k × 16 columns (VNNI: a dword holds the values
+//            of k = 2kp and 2kp+1 of one column), columns n0.. and n0+16..
+// Per 32 values of k: 4 tile loads, 4 _tile_dpbf16ps.
+//
+// Packing (per call, into scratch kept per calling thread): op(B) in the
+// VNNI panels of backends/x86/bf16_pack.h (32 columns, K padded with zeros
+// to a multiple of 32: a B tile is 16 kp rows of a panel, stride 128
+// bytes); op(A) in tile order: tile (mt, kb) is 16 rows × 32 values,
+// 1 KiB contiguous, rows and K padded with zeros (M to 32). Zero padding
+// is what handles every remainder of M, N and K: padded products are exact
+// zeros. C blocks that are not whole inside (M, N) go through a 32×32
+// scratch (loaded from C, stored back to its valid part).
+//
+// Blocking: K in blocks of KCB × 32 values (C tiles loaded and stored once
+// per block); column chunks of CHUNK panels run in parallel, each packing
+// its own B panels; within a chunk, per K block and panel, every 32-row
+// block of A. The split never cuts a sum: bits do not depend on the thread
+// count. _tile_dpbf16ps accumulates in float (round to nearest even) and
+// treats denormal inputs and outputs as zero.
+#include <immintrin.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amx.h"
+#include "backends/scalar/scalar.h"
+#include "backends/x86/bf16_pack.h"
+
+#define KCB 16 // blocks of 32 k per K block (512 values of k)
+#define CHUNK 4
+#define SERIAL_FLOPS 4194304.0
+#define TILE_BF16 512 // bf16 values of one A tile (16 × 32)
+
+static _Thread_local bf16_scratch g_a, g_b;
+
+typedef struct tilecfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tilecfg;
+
+static void tiles_configure(void)
+{
+    tilecfg cfg __attribute__((aligned(64)));
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        cfg.rows[t] = 16;
+        cfg.colsb[t] = 64;
+    }
+    _tile_loadconfig(&cfg);
+}
+
+// Row blocks [mt0, mt1) of 16 rows of the tile-ordered A pack (nkb tiles
+// of 32 k per row block). trans 0: A (M,K); 1: A (K,M).
+static void pack_a_tiles(int trans, int M, int K, const uint16_t *A, int lda,
+                         uint16_t *Ap, int nkb, int mt0, int mt1)
+{
+    if (!trans) {
+        for (int mt = mt0; mt < mt1; mt++)
+            for (int r = 0; r < 16; r++) {
+                const int m = 16 * mt + r;
+                uint16_t *d = Ap + (size_t)mt * nkb * TILE_BF16 + 32 * r;
+                const uint16_t *s = A + (size_t)(m < M ? m : 0) * lda;
+                for (int kb = 0; kb < nkb; kb++, d += TILE_BF16) {
+                    const int k0 = 32 * kb;
+                    const int n = m >= M ? 0 : K - k0 < 32 ? K - k0 : 32;
+                    const __mmask32 mk =
+                        n >= 32 ? 0xffffffffu : (__mmask32)((1u << n) - 1u);
+                    _mm512_store_si512(d, _mm512_maskz_loadu_epi16(mk, s + k0));
+                }
+            }
+        return;
+    }
+    // Aᵀ: dword kp of row m is A[2kp][m] | A[2kp+1][m] << 16; 16 rows at a
+    // time, scattered to row r of their tile (64 bytes apart)
+    const __m512i rows = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32(64));
+    for (int mt = mt0; mt < mt1; mt++) {
+        const int mb = 16 * mt, valid = M - mb;
+        uint16_t *t = Ap + (size_t)mt * nkb * TILE_BF16;
+        for (int kp = 0; kp < 16 * nkb; kp++) {
+            const int k = 2 * kp;
+            __m512i v = _mm512_setzero_si512();
+            if (k < K && valid > 0)
+                v = bf16_pair16(
+                    A + (size_t)k * lda + mb,
+                    k + 1 < K ? A + (size_t)(k + 1) * lda + mb : NULL, valid);
+            _mm512_i32scatter_epi32(
+                t + (size_t)(kp / 16) * TILE_BF16 + 2 * (kp % 16), rows, v, 1);
+        }
+    }
+}
+
+// The 32×32 block of C at (m0, n0) [+]= A row blocks mt, mt+1 × B panel
+// over k blocks [kb0, kb1). load: start from C (else from zero).
+static void block(const uint16_t *Ap, int nkb, int mt, const uint32_t *bpanel,
+                  int kb0, int kb1, float *C, int ldc, int mv, int nv, int load)
+{
+    float tmp[32 * 32] __attribute__((aligned(64)));
+    const int whole = mv == 32 && nv == 32;
+    float *c = C;
+    size_t ldcb = (size_t)ldc * sizeof(float);
+    if (!whole) { // through the scratch: its valid part is C's
+        c = tmp, ldcb = 32 * sizeof(float);
+        if (load) {
+            memset(tmp, 0, sizeof tmp);
+            for (int i = 0; i < mv; i++)
+                memcpy(tmp + 32 * i, C + (size_t)i * ldc, nv * sizeof(float));
+        }
+    }
+    const size_t ldc32 = ldcb / sizeof(float);
+    if (load) {
+        _tile_loadd(0, c, ldcb);
+        _tile_loadd(1, c + 16, ldcb);
+        _tile_loadd(2, c + 16 * ldc32, ldcb);
+        _tile_loadd(3, c + 16 * ldc32 + 16, ldcb);
+    } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+    }
+    const uint16_t *a0 = Ap + ((size_t)mt * nkb + kb0) * TILE_BF16;
+    const uint16_t *a1 = a0 + (size_t)nkb * TILE_BF16;
+    const uint32_t *b = bpanel + (size_t)kb0 * 16 * CLEF_BF16_PANEL;
+    for (int kb = kb0; kb < kb1; kb++) {
+        _tile_loadd(4, a0, 64);
+        _tile_loadd(6, b, 128);
+        _tile_loadd(7, b + 16, 128);
+        _tile_loadd(5, a1, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+        a0 += TILE_BF16, a1 += TILE_BF16, b += 16 * CLEF_BF16_PANEL;
+    }
+    _tile_stored(0, c, ldcb);
+    _tile_stored(1, c + 16, ldcb);
+    _tile_stored(2, c + 16 * ldc32, ldcb);
+    _tile_stored(3, c + 16 * ldc32 + 16, ldcb);
+    if (!whole)
+        for (int i = 0; i < mv; i++)
+            memcpy(C + (size_t)i * ldc, tmp + 32 * i, nv * sizeof(float));
+}
+
+static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
+                 int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                 int accumulate, clef_gemm_bf16_fn fallback)
+{
+    if (M <= 0 || N <= 0)
+        return;
+    if (K <= 0) {
+        if (!accumulate)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++)
+                    C[(size_t)i * ldc + j] = 0.0f;
+        return;
+    }
+    const int nkb = (K + 31) / 32, KPp = 16 * nkb;
+    const int np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL;
+    const int nmt = 2 * ((M + 31) / 32); // 16-row blocks, an even count
+    uint16_t *Ap = bf16_scratch_get(&g_a, (size_t)nmt * nkb * TILE_BF16 *
+                                              sizeof(uint16_t));
+    uint32_t *Bp = bf16_scratch_get(&g_b, (size_t)np * KPp * CLEF_BF16_PANEL *
+                                              sizeof(uint32_t));
+    if (!Ap || !Bp) { // no packing scratch: the reference, same contract
+        fallback(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        return;
+    }
+    const int nchunks = (np + CHUNK - 1) / CHUNK;
+    const int par = nchunks > 1 && 2.0 * M * N * K >= SERIAL_FLOPS &&
+                    omp_get_max_threads() > 1 && !omp_in_parallel();
+#pragma omp parallel if (par)
+    {
+        tiles_configure();
+#pragma omp for schedule(static)
+        for (int mt = 0; mt < nmt; mt++)
+            pack_a_tiles(ta, M, K, A, lda, Ap, nkb, mt, mt + 1);
+#pragma omp for schedule(static)
+        for (int ch = 0; ch < nchunks; ch++) {
+            const int p0 = ch * CHUNK, p1 = p0 + CHUNK < np ? p0 + CHUNK : np;
+            bf16_pack_b(tb, N, K, B, ldb, Bp, KPp, p0, p1);
+            for (int kb0 = 0; kb0 < nkb; kb0 += KCB) {
+                const int kb1 = nkb - kb0 < KCB ? nkb : kb0 + KCB;
+                const int load = kb0 > 0 || accumulate;
+                for (int p = p0; p < p1; p++) {
+                    const uint32_t *bp = Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
+                    const int n0 = p * CLEF_BF16_PANEL;
+                    const int nv = N - n0 < 32 ? N - n0 : 32;
+                    for (int mt = 0; mt < nmt; mt += 2) {
+                        const int m0 = 16 * mt;
+                        const int mv = M - m0 < 32 ? M - m0 : 32;
+                        block(Ap, nkb, mt, bp, kb0, kb1,
+                              C + (size_t)m0 * ldc + n0, ldc, mv, nv, load);
+                    }
+                }
+            }
+        }
+        _tile_release();
+    }
+}
+
+void clef_bf16_gemm_nt_32x32__amx(int M, int N, int K, const uint16_t *A,
+                                  int lda, const uint16_t *B, int ldb, float *C,
+                                  int ldc, int accumulate)
+{
+    gemm(0, 1, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_nt__scalar);
+}
+
+void clef_bf16_gemm_nn_32x32__amx(int M, int N, int K, const uint16_t *A,
+                                  int lda, const uint16_t *B, int ldb, float *C,
+                                  int ldc, int accumulate)
+{
+    gemm(0, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_nn__scalar);
+}
+
+void clef_bf16_gemm_tn_32x32__amx(int M, int N, int K, const uint16_t *A,
+                                  int lda, const uint16_t *B, int ldb, float *C,
+                                  int ldc, int accumulate)
+{
+    gemm(1, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_tn__scalar);
+}

@@ -1,0 +1,162 @@
+// Packing of bf16 GEMM operands for the AMX and AVX512-BF16 kernels
+// (backends/amx/, backends/avx512_bf16/; AVX-512 F/BW/VL code, included only
+// by files built with those flags).
+//
+// Both kernels read the same two layouts, zero-padded so that no kernel ever
+// reads an element outside op(A) (M,K) or op(B) (K,N), and padded elements
+// add exact zeros:
+//   A  row-major (Mp, 2·KPp) bf16: row m is op(A)'s row m (K values, then
+//      zeros); rows M..Mp-1 zero. An AMX A tile is 16 rows × 32 values of it
+//      (stride 4·KPp bytes); the AVX512-BF16 kernel broadcasts its dwords
+//      (one pair of consecutive k per dword).
+//   B  VNNI panels of 32 columns: panel p holds, for each pair kp < KPp, 32
+//      dwords (B[2kp][n], B[2kp+1][n]) for n = 32p .. 32p+31 (low half the
+//      even k), zeros past N and K. An AMX B tile is 16 kp rows × 16 of those
+//      dwords (stride 128 bytes); the AVX512-BF16 kernel loads 2 × 16 dwords
+//      per kp.
+// KPp: pairs of k, ≥ ceil(K/2) (the AMX kernel rounds it up to 16, a tile's
+// depth). The layouts gemm_nt/nn/tn read (kernels.h) map onto them as:
+//   op(A) = A (M,K) (nt, nn): row copies;  op(A) = Aᵀ, A (K,M) (tn): pairs of
+//   rows of A interleaved into dwords, scattered to the rows of the pack.
+//   op(B) = Bᵀ, B (N,K) (nt): each dword is two consecutive values of a row
+//   of B, gathered across 16 rows;  op(B) = B (K,N) (nn, tn): pairs of rows
+//   of B interleaved.
+#ifndef CLEF_X86_BF16_PACK_H
+#define CLEF_X86_BF16_PACK_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLEF_BF16_PANEL 32 // columns of a B panel
+
+static inline __mmask16 bf16_mask16(int n)
+{
+    return n >= 16  ? (__mmask16)0xffff
+           : n <= 0 ? (__mmask16)0
+                    : (__mmask16)((1u << n) - 1u);
+}
+
+// 16 bf16 of row a and 16 of row b (each n valid values, the rest zero)
+// as 16 dwords a | b << 16.
+static inline __m512i bf16_pair16(const uint16_t *a, const uint16_t *b, int n)
+{
+    const __mmask16 m = bf16_mask16(n);
+    const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a));
+    if (!b)
+        return lo;
+    const __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b));
+    return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+// Rows [m0, m1) of the A pack (Mp rows of 2·KPp values). trans 0: A (M,K);
+// trans 1: A (K,M). Rows past M are zeroed here too.
+static inline void bf16_pack_a(int trans, int M, int K, const uint16_t *A,
+                               int lda, uint16_t *Ap, int KPp, int m0, int m1)
+{
+    const size_t ldp = 2 * (size_t)KPp;
+    if (!trans) {
+        for (int m = m0; m < m1; m++) {
+            uint16_t *d = Ap + (size_t)m * ldp;
+            if (m < M) {
+                memcpy(d, A + (size_t)m * lda, (size_t)K * sizeof *d);
+                memset(d + K, 0, (ldp - K) * sizeof *d);
+            } else {
+                memset(d, 0, ldp * sizeof *d);
+            }
+        }
+        return;
+    }
+    // Aᵀ: 16 rows at a time; dword kp of row m = A[2kp][m] | A[2kp+1][m]<<16
+    const __m512i row = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)(ldp * sizeof(uint16_t))));
+    for (int mb = m0; mb < m1; mb += 16) {
+        const int nm = (m1 - mb < 16 ? m1 - mb : 16);
+        const int valid = M - mb; // rows of A's columns that exist
+        const __mmask16 keep = bf16_mask16(nm);
+        for (int kp = 0; kp < KPp; kp++) {
+            const int k = 2 * kp;
+            __m512i v = _mm512_setzero_si512();
+            if (k < K && valid > 0)
+                v = bf16_pair16(
+                    A + (size_t)k * lda + mb,
+                    k + 1 < K ? A + (size_t)(k + 1) * lda + mb : NULL, valid);
+            _mm512_mask_i32scatter_epi32(Ap + (size_t)mb * ldp + k, keep, row,
+                                         v, 1);
+        }
+    }
+}
+
+// Panels [p0, p1) of the B pack. trans 1: B (N,K) (nt); 0: B (K,N).
+static inline void bf16_pack_b(int trans, int N, int K, const uint16_t *B,
+                               int ldb, uint32_t *Bp, int KPp, int p0, int p1)
+{
+    const int kfull = K / 2; // pairs with both values inside K
+    const __m512i rows = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)((size_t)ldb * sizeof(uint16_t))));
+    for (int p = p0; p < p1; p++) {
+        uint32_t *d = Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
+        const int n0 = p * CLEF_BF16_PANEL;
+        for (int h = 0; h < 2; h++) {
+            const int nb = n0 + 16 * h, nn = N - nb; // valid columns
+            const __mmask16 m = bf16_mask16(nn);
+            uint32_t *dh = d + 16 * h;
+            if (trans) {
+                // rows nb.. of B: dword kp of each, 16 rows at a time
+                int kp = 0;
+                if (nn > 0)
+                    for (; kp < kfull; kp++) {
+                        const __m512i v = _mm512_mask_i32gather_epi32(
+                            _mm512_setzero_si512(), m, rows,
+                            B + (size_t)nb * ldb + 2 * kp, 1);
+                        _mm512_store_si512(dh + (size_t)kp * CLEF_BF16_PANEL,
+                                           v);
+                    }
+                for (; kp < KPp; kp++) { // odd K's last pair, then zeros
+                    uint32_t *o = dh + (size_t)kp * CLEF_BF16_PANEL;
+                    for (int j = 0; j < 16; j++)
+                        o[j] = kp == kfull && 2 * kp < K && j < nn
+                                   ? B[(size_t)(nb + j) * ldb + 2 * kp]
+                                   : 0u;
+                }
+            } else {
+                for (int kp = 0; kp < KPp; kp++) {
+                    const int k = 2 * kp;
+                    __m512i v = _mm512_setzero_si512();
+                    if (k < K && nn > 0)
+                        v = bf16_pair16(
+                            B + (size_t)k * ldb + nb,
+                            k + 1 < K ? B + (size_t)(k + 1) * ldb + nb : NULL,
+                            nn);
+                    _mm512_store_si512(dh + (size_t)kp * CLEF_BF16_PANEL, v);
+                }
+            }
+        }
+    }
+}
+
+// A 64-byte aligned scratch of at least n bytes, kept per calling thread
+// and grown once (kernels.h: no kernel allocates per call); NULL on OOM.
+typedef struct bf16_scratch {
+    void *p;
+    size_t n;
+} bf16_scratch;
+
+static inline void *bf16_scratch_get(bf16_scratch *s, size_t n)
+{
+    if (s->n >= n)
+        return s->p;
+    n = (n + 4095) & ~(size_t)4095;
+    void *p = aligned_alloc(64, n);
+    if (!p)
+        return NULL;
+    free(s->p);
+    s->p = p;
+    s->n = n;
+    return p;
+}
+
+#endif
