@@ -365,6 +365,9 @@ typedef struct clef_kernels {
 #undef CLEF_OP_FIELD
     const char *names[CLEF_OP_COUNT];
     const clef_gemm_prepack *prepack;
+    // The head's products in bf16 (core/mm.h) when set: core's context, its
+    // own copy of a backend's table. NULL in every backend's table: fp32.
+    struct clef_mm *mm;
 } clef_kernels;
 
 _Static_assert(sizeof(((clef_kernels *)0)->names) / sizeof(char *) ==

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mm.h"
 #include "train.h"
 
 int cli_argmax(const float *x, int n)
@@ -48,6 +49,7 @@ int cli_evaluate_splits(const clef_kernels *k, const clef_head *hd,
                         cli_eval *ev, clef_err *err)
 {
     memset(ev, 0, sizeof(*ev));
+    clef_mm_refresh(k); // bf16: the parameters as they are now
     int n = pkg->nrecords;
     ev->zoff = malloc(((size_t)n + 1) * sizeof(size_t));
     if (!ev->zoff)

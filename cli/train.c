@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mm.h"
 #include "metrics.h"
 #include "safetensors.h"
 #include "train.h"
@@ -36,6 +37,8 @@ typedef struct train_run {
     train_cfg c;
     clef_train_opts o;
     clef_kernels ktab; // --backend's table
+    clef_kernels k16;  // --precision bf16: ktab with the bf16 context mm
+    struct clef_mm mm;
     const clef_kernels *k;
     const clef_package *pkg; // own_pkg, or a sweep's shared package
     clef_package own_pkg;
@@ -331,6 +334,22 @@ static json_t *es_json(const train_run *t)
         es_stopped(t) && t->hd.step < t->total_steps);
 }
 
+// --precision bf16: the head runs on a copy of the table with a bf16
+// context for its parameters (core/mm.h).
+static int precision_setup(train_run *t, clef_err *err)
+{
+    if (!t->c.bf16)
+        return 0;
+    if (clef_mm_init(&t->mm, &t->hd))
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    if (clef_mm_table(&t->ktab, &t->mm, &t->k16))
+        return clef_err_input(err, NULL, NULL, "--precision",
+                              "backend %s has no bf16 matrix product",
+                              t->ktab.backend);
+    t->k = &t->k16;
+    return 0;
+}
+
 // Everything that can make the run exit 2, before anything is written.
 static int prepare(train_run *t, int argc, char **argv, clef_err *err)
 {
@@ -362,7 +381,7 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     if (t->pkg->nsplit[CLEF_SPLIT_TRAIN] == 0 && c->epochs > 0)
         return clef_err_input(err, t->pkg->manifest, NULL, "records",
                               "no record has split \"train\"");
-    if ((rc = load_head(t, err)))
+    if ((rc = load_head(t, err)) || (rc = precision_setup(t, err)))
         return rc;
     if (cli_plan_build(t->pkg, c->batch, c->bucketed, c->seed, &t->plan))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
@@ -1060,6 +1079,7 @@ static void train_run_free(train_run *t)
     cli_plan_free(&t->plan);
     if (t->ws)
         clef_ws_free(t->ws);
+    clef_mm_free(&t->mm);
     clef_head_free(&t->hd);
     if (!t->shared)
         clef_package_free(&t->own_pkg);

@@ -21,6 +21,7 @@ typedef struct train_cfg {
     double lr, b1, b2, eps, wd, max_grad_norm, smoothing, brier, ordinal;
     double dropout;  // --dropout P, else the package's head.dropout
     int has_dropout; // --dropout was given
+    int bf16;        // --precision bf16 (else fp32)
     uint64_t seed;
 } train_cfg;
 

@@ -13,7 +13,7 @@ const char *cli_train_help =
     "       [--eps E=1e-4] [--weight-decay W=0.01]\n"
     "       [--decay-scope weights|all] [--max-grad-norm C=0]\n"
     "       [--label-smoothing E=0] [--brier B=0] [--ordinal L=0]\n"
-    "       [--dropout P]\n"
+    "       [--dropout P] [--precision fp32|bf16]\n"
     "       [--init WEIGHTS.safetensors] [--seed S=3407]\n"
     "       [--resume CHECKPOINT] [--checkpoint-every N=0]\n"
     "       [--checkpoint-seconds S=0]\n"
@@ -62,6 +62,12 @@ const char *cli_train_help =
     "layers' attention outputs and weights, inside the residual scorer);\n"
     "never in evaluation. Masks are drawn from (--seed, update step,\n"
     "element): the same for any thread count and on resume.\n"
+    "--precision bf16: mixed precision. Every matrix product of the head\n"
+    "rounds its operands to bf16 (nearest even) and accumulates in fp32\n"
+    "(AMX, AVX512-BF16 or oneDNN kernels where the CPU has them); the\n"
+    "weights' bf16 copy is made once per update; everything else (norms,\n"
+    "softmax, GELU, attention, the loss, AdamW on fp32 master weights) is\n"
+    "fp32. fp32 (the default) keeps the bits of an fp32 build.\n"
     "--init overrides the package's initial_weights; without either, a\n"
     "fresh head is drawn from --seed. --resume restores weights, AdamW\n"
     "moments and the step from a checkpoint of the same package and\n"
@@ -177,6 +183,8 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
                                          "val_accuracy", &c->metric_acc, err))
         NUM("--batching", cli_parse_choice("--batching", v, "sequential",
                                            "bucketed", &c->bucketed, err))
+        NUM("--precision", cli_parse_choice("--precision", v, "fp32", "bf16",
+                                            &c->bf16, err))
 #undef NUM
         return clef_err_input(err, NULL, NULL, argv[i],
                               "unknown flag (see clef train --help)");
@@ -257,8 +265,11 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
         "brier", c->brier, "ordinal", c->ordinal, "max_grad_norm",
         c->max_grad_norm, "seed", (json_int_t)c->seed, "batching",
         c->bucketed ? "bucketed" : "sequential");
-    if (j)
+    if (j) {
         json_object_set_new(j, "dropout", json_real(c->dropout));
+        json_object_set_new(j, "precision",
+                            json_string(c->bf16 ? "bf16" : "fp32"));
+    }
     if (j && backend) {
         json_object_set_new(j, "backend", json_string(backend));
         json_object_set_new(j, "threads", json_integer(threads));
@@ -271,7 +282,7 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
 static const char *const resume_keys[] = {
     "batch", "lr", "betas", "eps", "weight_decay", "decay_scope",
     "label_smoothing", "brier", "ordinal", "max_grad_norm", "seed",
-    "batching", "dropout"};
+    "batching", "dropout", "precision"};
 
 int cli_train_check_resume(const train_cfg *c, const char *ckpt,
                            const char *train_json, clef_err *err)
@@ -288,9 +299,11 @@ int cli_train_check_resume(const train_cfg *c, const char *ckpt,
     for (size_t i = 0; i < sizeof(resume_keys) / sizeof(*resume_keys); i++) {
         json_t *a = json_object_get(saved, resume_keys[i]);
         json_t *b = json_object_get(now, resume_keys[i]);
-        json_t *zero = NULL; // checkpoints from before dropout: none
+        json_t *zero = NULL; // checkpoints from before dropout, bf16: none
         if (!a && !strcmp(resume_keys[i], "dropout"))
             a = zero = json_real(0.0);
+        if (!a && !strcmp(resume_keys[i], "precision"))
+            a = zero = json_string("fp32");
         const int same = a && json_equal(a, b);
         if (!same) {
             char *sa = a ? json_dumps(a, JSON_ENCODE_ANY) : NULL;

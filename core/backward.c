@@ -10,6 +10,7 @@
 #include "backward.h"
 #include "forward.h"
 #include "memattn.h"
+#include "mm.h"
 #include "par.h"
 #include "rows.h"
 
@@ -85,16 +86,16 @@ static void ffn_bwd(const bwd *bw, int rows, ffn_tensors p, ffn_tensors g,
     const int w = bw->hd->cfg.w, f = bw->hd->cfg.f, acc = bw->acc;
     float *du = bw->ws->dA, *dh = bw->ws->dB_, *dln = bw->ws->dC;
     const float *dy = drop_grad(dr.out, w, dout, dr.t); // ∂L/∂(W₂u + b₂)
-    k->gemm_tn(w, f, rows, dy, w, a.u, f, g.w2, f, acc); // dW₂ += dyᵀ u
+    clef_mm_tn(k, w, f, rows, dy, w, a.u, f, g.w2, f, acc); // dW₂ += dyᵀ u
     k->colsum(rows, w, dy, g.b2);
-    k->gemm_nn(rows, f, w, dy, w, p.w2, f, du, f, 0); // du = dy W₂
+    clef_mm_nn(k, rows, f, w, dy, w, p.w2, f, du, f, 0); // du = dy W₂
     if (clef_dropout_on(dr.in.d))
         clef_dropout_rows(dr.in.d, dr.in.site, dr.in.nb, dr.in.off, f, du, f);
     zero(dh, (size_t)rows * f);
     clef_rows_gelu_bwd(k, (size_t)rows * f, a.h1, du, dh);
-    k->gemm_tn(f, w, rows, dh, f, a.ln.y, w, g.w1, w, acc); // dW₁ += dhᵀ LN
+    clef_mm_tn(k, f, w, rows, dh, f, a.ln.y, w, g.w1, w, acc); // dW₁ += dhᵀ LN
     k->colsum(rows, f, dh, g.b1);
-    k->gemm_nn(rows, w, f, dh, f, p.w1, w, dln, w, 0); // dln = dh W₁
+    clef_mm_nn(k, rows, w, f, dh, f, p.w1, w, dln, w, 0); // dln = dh W₁
     clef_rows_copy(dx, dout, (size_t)rows * w);
     ln_bwd(bw, rows, &a.ln, p.ln, g.ln, dln, dx);
 }
@@ -169,16 +170,16 @@ static void mha_bwd_q(const bwd *bw, const mha_view *v, mha_tensors p,
     const int w = v->w, nq = v->rows.q_off[v->nb], acc = bw->acc;
     float *dO = bw->ws->dA, *dq = bw->ws->dB_;
     dy = drop_grad(v->out, w, dy, v->dt); // ∂L/∂(O W_oᵀ + b_o)
-    k->gemm_tn(w, w, nq, dy, w, v->o, w, g.out_w, w, acc); // dW_o += dyᵀ O
+    clef_mm_tn(k, w, w, nq, dy, w, v->o, w, g.out_w, w, acc); // dW_o += dyᵀ O
     k->colsum(nq, w, dy, g.out_b);
-    k->gemm_nn(nq, w, w, dy, w, p.out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
+    clef_mm_nn(k, nq, w, w, dy, w, p.out_w, w, dO, w, 0); // dO (nq, w) = dy W_o
     if (v->absorbed)
         clef_memattn_bwd(k, &v->ab, p.in, g.in, dO, dq, d.dmem, acc);
     else
         attention_bwd_records(bw, v, dO, dq, d);
-    k->gemm_tn(w, w, nq, dq, w, xq, w, g.in.w, w, acc); // dW_q += dqᵀ xq
+    clef_mm_tn(k, w, w, nq, dq, w, xq, w, g.in.w, w, acc); // dW_q += dqᵀ xq
     k->colsum(nq, w, dq, g.in.b);
-    k->gemm_nn(nq, w, w, dq, w, p.in.w, w, dxq, w, 0);
+    clef_mm_nn(k, nq, w, w, dq, w, p.in.w, w, dxq, w, 0);
 }
 
 // Key/value side of an attention whose K | V = xkv [W_k; W_v]ᵀ + b over nk
@@ -190,10 +191,10 @@ static void mha_bwd_kv(const bwd *bw, int nk, mha_tensors p, mha_tensors g,
 {
     const clef_kernels *k = bw->k;
     const int w = bw->hd->cfg.w, lddkv = 2 * w, v_only[1] = {w};
-    k->gemm_tn(2 * w, w, nk, dkv, lddkv, xkv, w, g.in.w + (size_t)w * w, w,
+    clef_mm_tn(k, 2 * w, w, nk, dkv, lddkv, xkv, w, g.in.w + (size_t)w * w, w,
                bw->acc);
     bias_blocks(bw, nk, lddkv, dkv, v_only, 1, g.in.b + w); // b_v
-    k->gemm_nn(nk, w, 2 * w, dkv, lddkv, p.in.w + (size_t)w * w, w, dxkv, w, 0);
+    clef_mm_nn(k, nk, w, 2 * w, dkv, lddkv, p.in.w + (size_t)w * w, w, dxkv, w, 0);
 }
 
 // Backward of xa = x0 + SA(LN1 x0) of field layer a (params p, grads g),
@@ -213,9 +214,9 @@ static void self_attn_bwd(const bwd *bw, int j, const field_acts *a,
     const uint64_t sa_w =
         out.d ? clef_dropout_site(out.d, CLEF_DROP_FIELD_SA_W, j) : 0;
     dxa = drop_grad(out, w, dxa, ws->drop_t); // ∂L/∂(SA W_oᵀ + b_o)
-    k->gemm_tn(w, w, Q, dxa, w, a->sa_o, w, g.out_w, w, bw->acc);
+    clef_mm_tn(k, w, w, Q, dxa, w, a->sa_o, w, g.out_w, w, bw->acc);
     k->colsum(Q, w, dxa, g.out_b);
-    k->gemm_nn(Q, w, w, dxa, w, p.out_w, w, dO, w, 0);
+    clef_mm_nn(k, Q, w, w, dxa, w, p.out_w, w, dO, w, 0);
     zero(dqkv, (size_t)Q * 3 * w);
     CLEF_PAR_FOR(ws->nb > 1, int, b, ws->nb,
         const int q0 = ws->q_off[b], nq = ws->q_off[b + 1] - q0;
@@ -230,10 +231,10 @@ static void self_attn_bwd(const bwd *bw, int j, const field_acts *a,
                              out.d ? ws->mascr + 2 * ws->qq_off[b]
                                    : ws->att_scratch + ws->qq_off[b]);
     );
-    k->gemm_tn(3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g.in.w, w, bw->acc);
+    clef_mm_tn(k, 3 * w, w, Q, dqkv, 3 * w, a->n1.y, w, g.in.w, w, bw->acc);
     const int q_and_v[2] = {0, 2 * w}; // b_k: zero by construction
     bias_blocks(bw, Q, 3 * w, dqkv, q_and_v, 2, g.in.b);
-    k->gemm_nn(Q, w, 3 * w, dqkv, 3 * w, p.in.w, w, dln, w, 0);
+    clef_mm_nn(k, Q, w, 3 * w, dqkv, 3 * w, p.in.w, w, dln, w, 0);
 }
 
 // The field layers' cross-attention K | V were one stacked GEMM over the raw
@@ -250,7 +251,7 @@ static void field_kv_bwd(const bwd *bw)
     const int w = c->w, T = ws->T, L2w = c->L * 2 * w;
     if (!c->L)
         return;
-    k->gemm_tn(L2w, w, T, ws->dkvc, L2w, ws->M, w, ws->dkvw, w, 0);
+    clef_mm_tn(k, L2w, w, T, ws->dkvc, L2w, ws->M, w, ws->dkvw, w, 0);
     memset(ws->dbias, 0, sizeof(float) * L2w);
     k->colsum(T, L2w, ws->dkvc, ws->dbias);
     for (int j = 0; j < c->L; j++) {
@@ -266,7 +267,7 @@ static void field_kv_bwd(const bwd *bw)
         for (int i = 0; i < w; i++)
             g->ca_in_b[2 * w + i] += sv[i];
     }
-    k->gemm_nn(T, w, L2w, ws->dkvc, L2w, ws->kvw, w, ws->dM, w, 1);
+    clef_mm_nn(k, T, w, L2w, ws->dkvc, L2w, ws->kvw, w, ws->dM, w, 1);
 }
 
 // Section 9's scalars: z = prior + σ(γ)(κ_j cos + res). The prior and joint
@@ -305,16 +306,16 @@ static void residual_scorer_bwd(const bwd *bw)
     clef_ws *ws = bw->ws;
     const int O = ws->O, w = bw->hd->cfg.w, acc = bw->acc;
     float *du1 = ws->dA, *dv1 = ws->dB_, *dfeat = ws->dC;
-    k->gemm_tn(1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
-    k->gemm_nn(O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
+    clef_mm_tn(k, 1, w, O, ws->dres, 1, ws->u1, w, G->rs3_w, w, acc);
+    clef_mm_nn(k, O, w, 1, ws->dres, 1, P->rs3_w, w, du1, w, 0);
     const drop_rows dr = clef_drop_at(ws, CLEF_DROP_SCORER, 0, ws->o_off);
     if (dr.d)
         clef_dropout_rows(dr.d, dr.site, dr.nb, dr.off, w, du1, w);
     zero(dv1, (size_t)O * w);
     clef_rows_gelu_bwd(k, (size_t)O * w, ws->v1, du1, dv1);
-    k->gemm_tn(w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, acc);
+    clef_mm_tn(k, w, 4 * w, O, dv1, w, ws->feat, 4 * w, G->rs0_w, 4 * w, acc);
     k->colsum(O, w, dv1, G->rs0_b);
-    k->gemm_nn(O, 4 * w, w, dv1, w, P->rs0_w, 4 * w, dfeat, 4 * w, 0);
+    clef_mm_nn(k, O, 4 * w, w, dv1, w, P->rs0_w, 4 * w, dfeat, 4 * w, 0);
 }
 
 // The features [f; n; f⊙n; |f−n|] and the cosine, from dfeat (ws->dC) and
@@ -464,8 +465,8 @@ static void summary_bwd(const bwd *bw)
     for (int b = 0; b < nb; b++)
         k->colsum(ws->q_off[b + 1] - ws->q_off[b], w,
                   dF0 + (size_t)ws->q_off[b] * w, sum + (size_t)b * w);
-    k->gemm_tn(w, d, nb, sum, w, ws->g, d, G->W_g, d, bw->acc);
-    k->gemm_nn(nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
+    clef_mm_tn(k, w, d, nb, sum, w, ws->g, d, G->W_g, d, bw->acc);
+    clef_mm_nn(k, nb, d, w, sum, w, P->W_g, d, ws->dg, d, 1); // dg += sum W_g
     // dS (Q, w) = ∂L/∂S through option_summary_norm
     float *dS = ws->dxa;
     zero(dS, (size_t)Q * w);
@@ -498,8 +499,8 @@ static void summary_bwd(const bwd *bw)
             dbq[i] += gs * ro[i];
         }
     }
-    k->gemm_tn(w, d, Q, dB, w, ws->qv, d, G->W_q, d, bw->acc);
-    k->gemm_nn(Q, d, w, dB, w, P->W_q, d, ws->dqv, d, 1); // dqv += dB W_q
+    clef_mm_tn(k, w, d, Q, dB, w, ws->qv, d, G->W_q, d, bw->acc);
+    clef_mm_nn(k, Q, d, w, dB, w, P->W_q, d, ws->dqv, d, 1); // dqv += dB W_q
 }
 
 // Section 4 backward: R⁰ = ctx W_cᵀ + lex W_lᵀ + (qv W_oqᵀ)[owner].
@@ -514,14 +515,14 @@ static void queries_bwd(const bwd *bw)
     const int Q = ws->Q, O = ws->O, d = c->d, w = c->w;
     const float *dR0 = ws->dR; // (O, w)
     const int acc = bw->acc;
-    k->gemm_tn(w, d, O, dR0, w, ws->ctx, d, G->W_c, d, acc);
-    k->gemm_nn(O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
-    k->gemm_tn(w, d, O, dR0, w, ws->lex, d, G->W_l, d, acc);
+    clef_mm_tn(k, w, d, O, dR0, w, ws->ctx, d, G->W_c, d, acc);
+    clef_mm_nn(k, O, d, w, dR0, w, P->W_c, d, ws->dctx, d, 0); // (O, d)
+    clef_mm_tn(k, w, d, O, dR0, w, ws->lex, d, G->W_l, d, acc);
     float *Pq = ws->dx; // (Q, w) Σ_{o∈q} dR⁰_o
     zero(Pq, (size_t)Q * w);
     k->scatter_add_rows(O, ws->owner, w, dR0, Pq);
-    k->gemm_tn(w, d, Q, Pq, w, ws->qv, d, G->W_oq, d, acc);
-    k->gemm_nn(Q, d, w, Pq, w, P->W_oq, d, ws->dqv, d, 1);
+    clef_mm_tn(k, w, d, Q, Pq, w, ws->qv, d, G->W_oq, d, acc);
+    clef_mm_nn(k, Q, d, w, Pq, w, P->W_oq, d, ws->dqv, d, 1);
 }
 
 // Sections 1-2 backward. X = x̂ ⊙ γ + β is never differentiated row by row:
@@ -575,7 +576,7 @@ static void d_chunk(const clef_kernels *k, clef_ws *ws, int w, int d, int nc,
             ws->pk->gemm_pa(0, w, j1 - j0, Tb, ws->dm_pk + ws->pk_a_off[b], xb,
                             d, D, d, b > 0) == 0)
             continue;
-        k->gemm_tn(w, j1 - j0, Tb, ws->dM + (size_t)t0 * w, w, xb, d, D, d,
+        clef_mm_tn(k, w, j1 - j0, Tb, ws->dM + (size_t)t0 * w, w, xb, d, D, d,
                    b > 0);
     }
 }

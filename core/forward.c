@@ -6,6 +6,7 @@
 #include "batch.h"
 #include "forward.h"
 #include "memattn.h"
+#include "mm.h"
 #include "par.h"
 #include "rows.h"
 
@@ -18,7 +19,7 @@
 void clef_linear_fwd(const clef_kernels *k, int rows, int out, int in,
                      const float *x, const float *W, const float *b, float *y)
 {
-    k->gemm_nt(rows, out, in, x, in, W, in, y, out, 0);
+    clef_mm_nt(k, rows, out, in, x, in, W, in, y, out, 0);
     if (b)
         clef_rows_bias_add(k, rows, out, b, y);
 }
@@ -115,7 +116,7 @@ static void residual_linear_fwd(const clef_kernels *k, int rows, int out,
         return;
     }
     memcpy(y, resid, sizeof(float) * (size_t)rows * out);
-    k->gemm_nt(rows, out, in, x, in, W, in, y, out, 1);
+    clef_mm_nt(k, rows, out, in, x, in, W, in, y, out, 1);
     clef_rows_bias_add(k, rows, out, b, y);
 }
 
@@ -402,7 +403,7 @@ static void memory_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
     const clef_tensors *P = &hd->p;
     const int T = ws->T, d = hd->cfg.d, w = hd->cfg.w;
     affine_memory(ws, P->hn_w, P->hn_b, ws->X);
-    k->gemm_nt(T, w, d, ws->X, d, P->W_m, d, ws->M, w, 0);
+    clef_mm_nt(k, T, w, d, ws->X, d, P->W_m, d, ws->M, w, 0);
     affine_rows(ws->Q, d, ws->qvhat, P->hn_w, P->hn_b, ws->qv);
     affine_rows(ws->O, d, ws->ctxhat, P->hn_w, P->hn_b, ws->ctx);
     for (int b = 0; b < ws->nb; b++) // g_b = X at the record's own T−1
@@ -415,9 +416,9 @@ static void queries_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
 {
     const clef_tensors *P = &hd->p;
     const int Q = ws->Q, O = ws->O, d = hd->cfg.d, w = hd->cfg.w;
-    k->gemm_nt(O, w, d, ws->ctx, d, P->W_c, d, ws->r0, w, 0);
-    k->gemm_nt(O, w, d, ws->lex, d, P->W_l, d, ws->r0, w, 1);
-    k->gemm_nt(Q, w, d, ws->qv, d, P->W_oq, d, ws->qo, w, 0);
+    clef_mm_nt(k, O, w, d, ws->ctx, d, P->W_c, d, ws->r0, w, 0);
+    clef_mm_nt(k, O, w, d, ws->lex, d, P->W_l, d, ws->r0, w, 1);
+    clef_mm_nt(k, Q, w, d, ws->qv, d, P->W_oq, d, ws->qo, w, 0);
     for (int o = 0; o < O; o++)
         for (int i = 0; i < w; i++)
             ws->r0[(size_t)o * w + i] += ws->qo[(size_t)ws->owner[o] * w + i];
@@ -431,7 +432,7 @@ static void summary_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
     const clef_tensors *P = &hd->p;
     const int Q = ws->Q, O = ws->O, d = hd->cfg.d, w = hd->cfg.w;
     const float *R = ws->R;
-    k->gemm_nt(Q, w, d, ws->qv, d, P->W_q, d, ws->B, w, 0);
+    clef_mm_nt(k, Q, w, d, ws->qv, d, P->W_q, d, ws->B, w, 0);
     const float inv_sqrt_w = 1.f / sqrtf((float)w);
     for (int o = 0; o < O; o++) {
         const float *ro = R + (size_t)o * w;
@@ -448,7 +449,7 @@ static void summary_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws)
             ws->S[(size_t)ws->owner[o] * w + i] +=
                 ws->alpha[o] * R[(size_t)o * w + i];
     ln_fwd(k, Q, w, ws->S, LN(P, sum), &ws->sum);
-    k->gemm_nt(ws->nb, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0); // (nb, w)
+    clef_mm_nt(k, ws->nb, w, d, ws->g, d, P->W_g, d, ws->gw, w, 0); // (nb, w)
     for (int q = 0; q < Q; q++) {
         const float *te = P->type_emb + (size_t)ws->qtype[q] * w;
         const float *gw = ws->gw + (size_t)ws->qrec[q] * w;

@@ -9,6 +9,7 @@
 //                (the products with a record's memory: one GEMM per record
 //                over all its heads, so the memory is read once per product)
 #include "memattn.h"
+#include "mm.h"
 
 #include <math.h>
 #include <string.h>
@@ -122,7 +123,7 @@ static void mem_nt(const clef_kernels *k, const clef_memattn *ma, int b, int n,
     if (pk && pk->ops->gemm_pb(0, n, T, ma->w, X, ma->w, pk->nt + pk->nt_off[b],
                                C, T, acc) == 0)
         return;
-    k->gemm_nt(n, T, ma->w, X, ma->w, ma->mem + (size_t)t0 * ma->ldm, ma->ldm,
+    clef_mm_nt(k, n, T, ma->w, X, ma->w, ma->mem + (size_t)t0 * ma->ldm, ma->ldm,
                C, T, acc);
 }
 
@@ -135,7 +136,7 @@ static void mem_nn(const clef_kernels *k, const clef_memattn *ma, int b, int n,
     if (pk && pk->ops->gemm_pb(0, n, ma->w, T, P, T, pk->nn + pk->nn_off[b], C,
                                ma->w, acc) == 0)
         return;
-    k->gemm_nn(n, ma->w, T, P, T, ma->mem + (size_t)t0 * ma->ldm, ma->ldm, C,
+    clef_mm_nn(k, n, ma->w, T, P, T, ma->mem + (size_t)t0 * ma->ldm, ma->ldm, C,
                ma->w, acc);
 }
 
@@ -150,7 +151,7 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_mem_absorb *ab,
     float *qt = ab->qt, *att = ab->att, *mt = ab->mt, *scr = ab->scr;
     // scr (head-major) = q_h W_k,h; qt = s · scr, record-major
     CLEF_PAR_FOR(par, int, hh, h,
-        k->gemm_nn(nq, w, dh, q + hh * dh, w, W_k + (size_t)hh * dh * w, w,
+        clef_mm_nn(k, nq, w, dh, q + hh * dh, w, W_k + (size_t)hh * dh * w, w,
                    scr + (size_t)hh * nq * w, w, 0);
     );
     to_records(ma, scr, qt, attn_scale(dh));
@@ -166,7 +167,7 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_mem_absorb *ab,
     to_heads(ma, scr, mt, 1.0f);
     // o_h = mt_h W_v,hᵀ + b_v,h
     CLEF_PAR_FOR(par, int, hh, h,
-        k->gemm_nt(nq, dh, w, mt + (size_t)hh * nq * w, w,
+        clef_mm_nt(k, nq, dh, w, mt + (size_t)hh * nq * w, w,
                    W_v + (size_t)hh * dh * w, w, o + hh * dh, w, 0);
     );
     clef_rows_bias_add(k, nq, w, b_v, o);
@@ -186,9 +187,9 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_mem_absorb *ab,
     float *ascr = ab->ascr;
     // o_h = mt_h W_v,hᵀ + b_v,h: dmt_h = dO_h W_v,h; dW_v,h += dO_hᵀ mt_h
     CLEF_PAR_FOR(par, int, hh, h,
-        k->gemm_nn(nq, w, dh, dO + hh * dh, w, W_v + (size_t)hh * dh * w, w,
+        clef_mm_nn(k, nq, w, dh, dO + hh * dh, w, W_v + (size_t)hh * dh * w, w,
                    scr1 + (size_t)hh * nq * w, w, 0);
-        k->gemm_tn(dh, w, nq, dO + hh * dh, w, mt + (size_t)hh * nq * w, w,
+        clef_mm_tn(k, dh, w, nq, dO + hh * dh, w, mt + (size_t)hh * nq * w, w,
                    gW_v + (size_t)hh * dh * w, w, wacc);
     );
     k->colsum(nq, w, dO, gb_v);
@@ -205,19 +206,19 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_mem_absorb *ab,
         float *dmt = scr2 + (size_t)h * q0 * w;
         float *dm = dmem + (size_t)t0 * lddm;
         mem_nt(k, ma, b, n, dmt, dA, 0);
-        k->gemm_tn(T, w, n, A, T, dmt, w, dm, lddm, 1);
+        clef_mm_tn(k, T, w, n, A, T, dmt, w, dm, lddm, 1);
         memset(dS, 0, sizeof(float) * (size_t)n * T);
         k->softmax_bwd(n, T, A, dA, dS);
         mem_nn(k, ma, b, n, dS, dmt, 0); // now dqt
-        k->gemm_tn(T, w, n, dS, T, qt + (size_t)h * q0 * w, w, dm, lddm, 1);
+        clef_mm_tn(k, T, w, n, dS, T, qt + (size_t)h * q0 * w, w, dm, lddm, 1);
     );
     // qt = s · q_h W_k,h: with g_h = s · dqt_h (head-major, scr1),
     // dq_h = g_h W_k,hᵀ and dW_k,h += q_hᵀ g_h (b_k: zero by construction)
     to_heads(ma, scr2, scr1, attn_scale(dh));
     CLEF_PAR_FOR(par, int, hh, h,
-        k->gemm_nt(nq, dh, w, scr1 + (size_t)hh * nq * w, w,
+        clef_mm_nt(k, nq, dh, w, scr1 + (size_t)hh * nq * w, w,
                    W_k + (size_t)hh * dh * w, w, dq + hh * dh, w, 0);
-        k->gemm_tn(dh, w, nq, q + hh * dh, w, scr1 + (size_t)hh * nq * w, w,
+        clef_mm_tn(k, dh, w, nq, q + hh * dh, w, scr1 + (size_t)hh * nq * w, w,
                    gW_k + (size_t)hh * dh * w, w, wacc);
     );
 }

@@ -5,6 +5,7 @@
 #include "batch.h"
 #include "head.h"
 #include "loss.h"
+#include "mm.h"
 #include "par.h"
 
 #include <math.h>
@@ -293,6 +294,7 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     int n_q, n_score;
     clef_batch_counts(recs, n, &n_q, &n_score);
     clef_grads_prepare(hd); // the first pass writes the big weight grads
+    clef_mm_refresh(k);     // bf16: the parameters' copy for this update
     hd->step++;
     const adamw_run ad = {k, hd, o, adamw_args(o, hd->step)};
     // (Not for a head whose AdamW runs on one thread anyway: the region

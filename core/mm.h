@@ -1,0 +1,62 @@
+// The head's matrix products in the training's precision (issue 20).
+//
+// fp32 (a kernel table without a bf16 context, k->mm == NULL): the table's
+// gemm_nt / gemm_nn / gemm_tn, exactly as before.
+// bf16 (k->mm set, clef_mm_table): both operands rounded to bf16 (round to
+// nearest even) and the table's gemm_bf16_* kernels, which accumulate and
+// write float32. The parameters are read from a bf16 mirror of hd->params
+// made once per update (clef_mm_refresh); any other operand (activations,
+// gradients, x̂) is converted at the call into per-thread scratch. Every
+// other op (LayerNorm, softmax, GELU, the attention kernels, the loss,
+// AdamW on the float32 master weights) stays float32.
+#ifndef CLEF_MM_H
+#define CLEF_MM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "head.h"
+#include "kernels.h"
+
+enum { CLEF_PRECISION_FP32 = 0, CLEF_PRECISION_BF16 = 1 };
+// "fp32" / "bf16" -> CLEF_PRECISION_*, -1 for anything else.
+int clef_precision_parse(const char *name);
+const char *clef_precision_name(int precision);
+
+// Scratch slots: one per OpenMP thread number (products run inside
+// parallel regions too), two operands each, grown on first use.
+#define CLEF_MM_SLOTS 64
+typedef struct clef_mm_buf {
+    uint16_t *p;
+    size_t cap; // elements
+} clef_mm_buf;
+
+struct clef_mm {
+    const float *pbase; // the parameters the mirror copies (hd->params)
+    size_t pn;
+    uint16_t *pbf; // (pn) their bf16 mirror
+    clef_mm_buf scr[CLEF_MM_SLOTS][2];
+};
+
+// A bf16 context for head hd: allocates the mirror (not yet filled).
+// 0, or -1 when out of memory.
+int clef_mm_init(struct clef_mm *mm, const clef_head *hd);
+void clef_mm_free(struct clef_mm *mm);
+// *out = *k with the bf16 context mm: the table the head runs on in bf16.
+// -1 (out untouched) when k lacks a bf16 GEMM or the conversion.
+int clef_mm_table(const clef_kernels *k, struct clef_mm *mm, clef_kernels *out);
+// Rounds the parameters into the mirror (fixed chunks, any thread count:
+// elementwise). A no-op for an fp32 table. Call whenever the parameters
+// changed before a forward pass: clef_train_step does before each update's.
+void clef_mm_refresh(const clef_kernels *k);
+
+// C (M, N) [+]= op(A) op(B), as the kernels' gemm_nt / gemm_nn / gemm_tn
+// (kernels.h), in k's precision.
+void clef_mm_nt(const clef_kernels *k, int M, int N, int K, const float *A,
+                int lda, const float *B, int ldb, float *C, int ldc, int acc);
+void clef_mm_nn(const clef_kernels *k, int M, int N, int K, const float *A,
+                int lda, const float *B, int ldb, float *C, int ldc, int acc);
+void clef_mm_tn(const clef_kernels *k, int M, int N, int K, const float *A,
+                int lda, const float *B, int ldb, float *C, int ldc, int acc);
+
+#endif
