@@ -46,6 +46,7 @@ static void usage(FILE *f)
             "                  [--budget SECONDS=0.05] [--no-time] [--batch B=1]\n"
             "                  [--questions Q] [--options N]  (--train geometry)\n"
             "                  [--scaling N]  (--train: 1 vs N threads)\n"
+            "                  [--precision fp32|bf16]  (--train)\n"
             "\n"
             "Checks each backend's kernels against the scalar reference on the\n"
             "head's shapes and the edge battery, then times them. --backend,\n"
@@ -219,6 +220,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
                                                strcmp(f, "--budget") == 0 ||
                                                strcmp(f, "--batch") == 0 ||
                                                strcmp(f, "--scaling") == 0 ||
+                                               strcmp(f, "--precision") == 0 ||
                                                strcmp(f, "--questions") == 0 ||
                                                strcmp(f, "--options") == 0)
                                           ? "needs a value"
@@ -259,6 +261,10 @@ static int parse_args(int argc, char **argv, bench_args *a)
             if (x != (int)x)
                 return bad_usage(f, "'%s' must be a whole number", v);
             a->opts.scaling = (int)x;
+        } else if (strcmp(f, "--precision") == 0) {
+            if (strcmp(v, "fp32") && strcmp(v, "bf16"))
+                return bad_usage(f, "'%s' is not fp32 or bf16", v);
+            a->opts.bf16 = !strcmp(v, "bf16");
         } else if (strcmp(f, "--batch") == 0) {
             if (parse_number(f, v, 1, 1024, &x))
                 return 2;
@@ -277,6 +283,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
         return rc;
     if (a->opts.scaling && !a->train)
         return bad_usage("--scaling", "%s", "needs --train");
+    if (a->opts.bf16 && !a->train)
+        return bad_usage("--precision", "%s", "needs --train");
 #if CLEF_MINIMAL
     if (a->train || a->json) {
         fprintf(stderr, "clef-bench: %s: not available in this build "

@@ -11,6 +11,7 @@
 #include "bench.h"
 #include "bench_handoff.h"
 #include "head.h"
+#include "mm.h"
 #include "rng.h"
 #include "cpu/cpu.h"
 #include "cpu/clock.h"
@@ -83,7 +84,7 @@ static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
 }
 
 static void row(const clef_backend *b, const clef_bench_shape *s,
-                const char *verdict, const char *why, double ups, double gf,
+                int precision_bf16, const char *verdict, const char *why, double ups, double gf,
                 int reps, double loss, json_t *rows)
 {
     if (why)
@@ -92,14 +93,17 @@ static void row(const clef_backend *b, const clef_bench_shape *s,
     else
         printf("%-7s %-16s %-10s %-36s %-10s %10.4g updates/s %10.3g GFLOP/s "
                "(%d updates, loss %.6g)\n",
-               b->name, "train_step", s->name, "clef_train_step", verdict, ups,
-               gf, reps, loss);
+               b->name, "train_step", s->name,
+               precision_bf16 ? "clef_train_step (bf16)" : "clef_train_step",
+               verdict, ups, gf, reps, loss);
     fflush(stdout);
     if (!rows)
         return;
     json_t *o = json_object();
     json_object_set_new(o, "backend", json_string(b->name));
     json_object_set_new(o, "op", json_string("train_step"));
+    json_object_set_new(o, "precision",
+                        json_string(precision_bf16 ? "bf16" : "fp32"));
     json_object_set_new(o, "shape", json_string(s->name));
     json_object_set_new(o, "verdict", json_string(verdict));
     if (why)
@@ -123,11 +127,15 @@ typedef struct train_setup {
     float **E;
     clef_ws *ws;
     clef_train_opts to;
+    struct clef_mm mm; // --precision bf16: the table k16 runs on
+    clef_kernels k16;
+    const clef_kernels *k;
 } train_setup;
 
 static void setup_free(train_setup *t)
 {
     clef_ws_free(t->ws);
+    clef_mm_free(&t->mm);
     for (int i = 0; t->rec && t->E && i < t->B; i++) {
         clef_record_free(&t->rec[i]);
         free(t->E[i]);
@@ -188,6 +196,16 @@ static int setup_make(const clef_backend *b, const clef_bench_shape *s,
         goto fail;
     }
     clef_train_opts_default(&t->to);
+    t->k = b->table;
+    if (o->bf16) {
+        if (clef_mm_init(&t->mm, &t->hd) ||
+            clef_mm_table(b->table, &t->mm, &t->k16)) {
+            snprintf(why, nwhy, "setup: no bf16 product in %s (or OOM)",
+                     b->name);
+            goto fail;
+        }
+        t->k = &t->k16;
+    }
     return 0;
 fail:
     setup_free(t);
@@ -196,7 +214,8 @@ fail:
 
 static double setup_step(train_setup *t, const clef_backend *b)
 {
-    return clef_train_step(b->table, &t->hd, t->batch, t->B, t->ws, &t->to);
+    (void)b;
+    return clef_train_step(t->k, &t->hd, t->batch, t->B, t->ws, &t->to);
 }
 
 // One backend at one geometry. Returns 0 PASS, 1 FAIL.
@@ -206,7 +225,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     train_setup t;
     char why[1100];
     if (setup_make(b, s, o, &t, why, sizeof why) != 0) {
-        row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
+        row(b, s, o->bf16, "FAIL", why, 0, 0, 0, 0, rows);
         return 1;
     }
     int failed = 1;
@@ -214,7 +233,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     double loss = setup_step(&t, b);
     if (!isfinite(loss)) {
         snprintf(why, sizeof why, "loss of the first update is %g", loss);
-        row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
+        row(b, s, o->bf16, "FAIL", why, 0, 0, 0, 0, rows);
         goto cleanup;
     }
     int reps = 0;
@@ -225,7 +244,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
         spent = clef_now_s() - t0;
         if (!isfinite(l)) {
             snprintf(why, sizeof why, "loss of update %d is %g", reps + 1, l);
-            row(b, s, "FAIL", why, 0, 0, 0, 0, rows);
+            row(b, s, o->bf16, "FAIL", why, 0, 0, 0, 0, rows);
             goto cleanup;
         }
     } while (!(spent >= o->budget_s && (reps >= 3 || spent / reps > o->budget_s)));
@@ -234,7 +253,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
     double gf = clef_update_flops(&t.cfg, t.batch, t.B,
                                   getenv("CLEF_MEMORY_ATTENTION")) /
                 per * 1e-9;
-    row(b, s, "PASS", NULL, 1.0 / per, gf, reps, loss, rows);
+    row(b, s, o->bf16, "PASS", NULL, 1.0 / per, gf, reps, loss, rows);
     failed = 0;
 cleanup:
     setup_free(&t);
@@ -398,7 +417,7 @@ void clef_bench_train(const clef_backend *const *backends, int nbackends,
             const clef_backend *b = backends[bi];
             const char *why = clef_backend_unavailable(b);
             if (why) {
-                row(b, s, "SKIP", why, 0, 0, 0, 0, rows);
+                row(b, s, o->bf16, "SKIP", why, 0, 0, 0, 0, rows);
                 (*skipped)++;
                 continue;
             }

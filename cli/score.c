@@ -5,25 +5,28 @@
 #include <string.h>
 
 #include "cli.h"
+#include "mm.h"
 #include "weights.h"
 
 static const char *help =
     "usage: clef score --weights FILE --package DIR/package.json\n"
     "                  [--record ID] [--question ID] [--min-confidence P=0]\n"
     "                  [--package-sha256 HEX] [--backend NAME=auto]\n"
-    "                  [--threads N]\n"
+    "                  [--threads N] [--precision fp32|bf16]\n"
     "\n"
     "Prints one JSON object per line and question: the raw logits and\n"
     "probabilities of every option and a decision, `ranked` (the most\n"
     "probable option) or `abstained` (candidate_id null, with the reason)\n"
     "when the top probability is below --min-confidence. clef only ranks:\n"
     "`executed` is always false. Every record is scored unless --record\n"
-    "(and --question) narrow it. The weights' head must match the package's.\n";
+    "(and --question) narrow it. The weights' head must match the package's.\n"
+    "--precision bf16 runs the head's matrix products on bf16 operands\n"
+    "(as clef train --precision bf16 trains them).\n";
 
 typedef struct score_opts {
     const char *weights, *manifest, *record, *question, *pin, *backend;
     double min_conf;
-    int threads;
+    int threads, bf16;
 } score_opts;
 
 static int parse(int argc, char **argv, score_opts *o, clef_err *err)
@@ -47,6 +50,12 @@ static int parse(int argc, char **argv, score_opts *o, clef_err *err)
         if ((r = cli_flag(argc, argv, &i, "--min-confidence", 1, &v, err))) {
             if (r < 0 || cli_parse_double("--min-confidence", v, 0, 1,
                                           &o->min_conf, err))
+                return CLEF_ERR_INPUT;
+            continue;
+        }
+        if ((r = cli_flag(argc, argv, &i, "--precision", 1, &v, err))) {
+            if (r < 0 || cli_parse_choice("--precision", v, "fp32", "bf16",
+                                          &o->bf16, err))
                 return CLEF_ERR_INPUT;
             continue;
         }
@@ -106,7 +115,8 @@ int cli_score(int argc, char **argv)
     }
     score_opts o;
     clef_err err = {0};
-    clef_kernels ktab;
+    clef_kernels ktab, k16;
+    struct clef_mm mm = {0};
     const clef_kernels *k = &ktab;
     if (parse(argc, argv, &o, &err) || cli_kernels(o.backend, &ktab, &err))
         return cli_fail("score", &err);
@@ -151,6 +161,14 @@ int cli_score(int argc, char **argv)
     }
     if ((rc = clef_package_prepare(&pkg, k, &err)))
         goto done;
+    if (o.bf16 && (clef_mm_init(&mm, &hd) || clef_mm_table(&ktab, &mm, &k16))) {
+        rc = clef_err_input(&err, NULL, NULL, "--precision",
+                            "backend %s has no bf16 matrix product (or out "
+                            "of memory)", ktab.backend);
+        goto done;
+    }
+    if (o.bf16)
+        k = &k16;
     ws = clef_ws_create(&pkg.cfg, pkg.Tmax, pkg.Qmax, pkg.Omax);
     clef_train_opts topts;
     clef_train_opts_default(&topts);
@@ -184,6 +202,7 @@ int cli_score(int argc, char **argv)
     if (fflush(stdout) != 0)
         rc = clef_err_set(&err, CLEF_ERR_RUN, "cannot write to stdout");
 done:
+    clef_mm_free(&mm);
     cli_eval_free(&ev);
     clef_ws_free(ws);
     clef_head_free(&hd);

@@ -28,8 +28,9 @@ const char *cli_sweep_help =
     "--grid NAME=V1,V2,...: an axis over the train setting NAME (a train\n"
     "flag without --: lr, weight-decay, label-smoothing, batch, epochs,\n"
     "betas, eps, decay-scope, max-grad-norm, brier, ordinal, dropout,\n"
-    "seed, batching, eval-every, patience, min-delta, init; in betas values\n"
-    "write B1:B2). Runs are the cartesian product, first axis outermost.\n"
+    "precision, seed, batching, eval-every, patience, min-delta, init; in\n"
+    "betas values write B1:B2). Runs are the cartesian product, first axis\n"
+    "outermost.\n"
     "--seeds N: each point N times, seeds S..S+N-1 (S = --seed, 3407).\n"
     "--runs FILE.json: a list of objects of train settings instead of\n"
     "--grid ({\"lr\": 3e-4, \"weight-decay\": 0.01}), in file order.\n"
@@ -68,6 +69,7 @@ static const struct {
     {"brier", "brier"},
     {"ordinal", "ordinal"},
     {"dropout", "drop"},
+    {"precision", "prec"},
     {"seed", "seed"},
     {"batching", "batching"},
     {"eval-every", "eval"},

@@ -633,6 +633,7 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
     const char *base = strrchr(tname, '/') ? strrchr(tname, '/') + 1 : tname;
 
     out->backend = "auto";
+    out->mm = NULL; // an fp32 table (core/mm.h adds a bf16 context)
     for (int op = 0; op < CLEF_OP_COUNT; op++) {
         clef_auto_choice ch[CLEF_CLASS_COUNT];
         int mixed = 0;

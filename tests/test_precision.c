@@ -274,6 +274,33 @@ Test(precision, training_tracks_fp32, .timeout = 60)
     "train --quiet --batch 2 --lr 0.01 --threads 1 "                           \
     "--package %s/package.json --run-dir %s/%s"
 
+// The logits clef score prints for run b's weights (at most n), in order.
+static int score_logits(const char *dir, const char *pkg, const char *extra,
+                        double *z, int n)
+{
+    cr_assert_eq(tp_clef(dir,
+                         "score --weights %s/b/weights.safetensors "
+                         "--package %s/package.json%s",
+                         dir, pkg, extra),
+                 0, "%s", tp_err(dir));
+    char *out = tp_slurp(tp_path(dir, "out"), NULL);
+    cr_assert_not_null(out);
+    int m = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *j = json_loads(line, 0, NULL), *sc;
+        size_t i;
+        cr_assert_not_null(j, "not JSON: %s", line);
+        json_array_foreach(json_object_get(j, "scores"), i, sc)
+        {
+            if (m < n)
+                z[m++] = json_number_value(json_object_get(sc, "logit"));
+        }
+        json_decref(j);
+    }
+    free(out);
+    return m;
+}
+
 Test(precision, cli_records_checks_and_refuses, .timeout = 60)
 {
     char *dir = tp_tmpdir();
@@ -297,6 +324,14 @@ Test(precision, cli_records_checks_and_refuses, .timeout = 60)
     cr_expect_eq(tp_clef(dir, TRAIN " --epochs 3 --precision bf16 --resume %s",
                          pkg, dir, "b", ck),
                  0, "%s", tp_err(dir));
+    // clef score in both precisions: the same replies to bf16 rounding
+    double zf[64], zb[64];
+    const int nf = score_logits(dir, pkg, "", zf, 64);
+    const int nb = score_logits(dir, pkg, " --precision bf16", zb, 64);
+    cr_assert(nf > 0 && nf == nb, "%d vs %d logits", nf, nb);
+    for (int i = 0; i < nf; i++)
+        cr_expect(fabs(zf[i] - zb[i]) <= 16 * BF16_EPS * fmax(fabs(zf[i]), 1),
+                  "logit %d: %.6g fp32, %.6g bf16", i, zf[i], zb[i]);
     cr_expect_eq(tp_clef(dir, TRAIN " --precision fp16", pkg, dir, "bad"), 2);
     cr_expect(strstr(tp_err(dir), "--precision") != NULL, "%s", tp_err(dir));
     cr_expect(!tp_exists(tp_path(dir, "bad")));
