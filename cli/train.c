@@ -692,7 +692,21 @@ static int checkpoint_reloads(const train_run *t)
     return clef_checkpoint_matches(path, &t->hd, &e2);
 }
 
-// The exported weights, reloaded, give the same logits bit for bit.
+// 1 when every reloaded weight is the bf16 rounding of the master's.
+static int same_as_bf16(const clef_head *master, const clef_head *h2)
+{
+    int same = 1;
+    for (size_t i = 0; i < master->nparams && same; i++) {
+        uint16_t b;
+        clef_scalar_kernels.cvt_f32_bf16(1, master->params + i, &b);
+        const float want = clef_bf16_to_f32(b);
+        same = !memcmp(&want, h2->params + i, sizeof(float));
+    }
+    return same;
+}
+
+// The exported weights, reloaded, give the same logits bit for bit (F32);
+// BF16 weights are, value for value, the rounded master weights.
 static int export_parity(train_run *t, const char *path)
 {
     clef_head h2;
@@ -701,7 +715,9 @@ static int export_parity(train_run *t, const char *path)
     if (clef_weights_load(path, t->pkg->cfg.h, &h2, &e2))
         return 0;
     int same = 0;
-    if (!cli_evaluate(t->k, &h2, t->pkg, t->ws, &t->o, &ev, &e2)) {
+    if (t->c.export_bf16)
+        same = same_as_bf16(&t->hd, &h2);
+    else if (!cli_evaluate(t->k, &h2, t->pkg, t->ws, &t->o, &ev, &e2)) {
         same = !memcmp(ev.z, t->after.z,
                        ev.zoff[t->pkg->nrecords] * sizeof(float));
         cli_eval_free(&ev);
@@ -947,7 +963,9 @@ static int save_as(const train_run *t, const char *name,
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof(path), "%s/%s", t->c.run_dir, name);
-    return clef_weights_save(path, &t->hd, meta, nmeta, err);
+    return clef_weights_save_as(path, &t->hd,
+                                t->c.export_bf16 ? CLEF_DT_BF16 : CLEF_DT_F32,
+                                meta, nmeta, err);
 }
 
 // run-dir/name as a second name of the file at path (a hard link: the

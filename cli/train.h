@@ -22,6 +22,7 @@ typedef struct train_cfg {
     double dropout;  // --dropout P, else the package's head.dropout
     int has_dropout; // --dropout was given
     int bf16;        // --precision bf16 (else fp32)
+    int export_bf16; // --export-dtype bf16 (else f32)
     uint64_t seed;
 } train_cfg;
 

@@ -13,7 +13,7 @@ const char *cli_train_help =
     "       [--eps E=1e-4] [--weight-decay W=0.01]\n"
     "       [--decay-scope weights|all] [--max-grad-norm C=0]\n"
     "       [--label-smoothing E=0] [--brier B=0] [--ordinal L=0]\n"
-    "       [--dropout P] [--precision fp32|bf16]\n"
+    "       [--dropout P] [--precision fp32|bf16] [--export-dtype f32|bf16]\n"
     "       [--init WEIGHTS.safetensors] [--seed S=3407]\n"
     "       [--resume CHECKPOINT] [--checkpoint-every N=0]\n"
     "       [--checkpoint-seconds S=0]\n"
@@ -68,6 +68,9 @@ const char *cli_train_help =
     "weights' bf16 copy is made once per update; everything else (norms,\n"
     "softmax, GELU, attention, the loss, AdamW on fp32 master weights) is\n"
     "fp32. fp32 (the default) keeps the bits of an fp32 build.\n"
+    "--export-dtype bf16: weights.safetensors (and last.safetensors) hold\n"
+    "the weights rounded to BF16 (nearest even), half the size; the\n"
+    "checkpoints keep the fp32 master weights either way.\n"
     "--init overrides the package's initial_weights; without either, a\n"
     "fresh head is drawn from --seed. --resume restores weights, AdamW\n"
     "moments and the step from a checkpoint of the same package and\n"
@@ -185,6 +188,8 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
                                            "bucketed", &c->bucketed, err))
         NUM("--precision", cli_parse_choice("--precision", v, "fp32", "bf16",
                                             &c->bf16, err))
+        NUM("--export-dtype", cli_parse_choice("--export-dtype", v, "f32",
+                                               "bf16", &c->export_bf16, err))
 #undef NUM
         return clef_err_input(err, NULL, NULL, argv[i],
                               "unknown flag (see clef train --help)");
@@ -269,6 +274,8 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
         json_object_set_new(j, "dropout", json_real(c->dropout));
         json_object_set_new(j, "precision",
                             json_string(c->bf16 ? "bf16" : "fp32"));
+        json_object_set_new(j, "export_dtype",
+                            json_string(c->export_bf16 ? "bf16" : "f32"));
     }
     if (j && backend) {
         json_object_set_new(j, "backend", json_string(backend));

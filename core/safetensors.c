@@ -582,9 +582,11 @@ static int st_check_entries(const char *path, const clef_st_entry *e, int n,
                                   "entry %d: invalid tensor name", i);
         char field[160];
         snprintf(field, sizeof(field), "tensor %s", e[i].name);
-        if (e[i].dtype != CLEF_DT_F32 && e[i].dtype != CLEF_DT_I32)
+        if (e[i].dtype != CLEF_DT_F32 && e[i].dtype != CLEF_DT_I32 &&
+            e[i].dtype != CLEF_DT_BF16)
             return clef_err_input(err, path, NULL, field,
-                                  "writer supports F32 and I32 only, not %s",
+                                  "writer supports F32, BF16 and I32 only, "
+                                  "not %s",
                                   st_dtype_name(e[i].dtype));
         if (e[i].ndim < 0 || e[i].ndim > CLEF_ST_MAX_DIMS)
             return clef_err_input(err, path, NULL, field,
@@ -612,7 +614,7 @@ static size_t st_entry_bytes(const clef_st_entry *e)
     size_t numel = 1;
     for (int d = 0; d < e->ndim; d++)
         numel *= (size_t)e->shape[d];
-    return numel * 4; // F32 and I32
+    return numel * (e->dtype == CLEF_DT_BF16 ? 2 : 4); // BF16; F32 and I32
 }
 
 // The header JSON, padded with spaces to a multiple of 8. malloc'd.

@@ -1,5 +1,6 @@
 // safetensors read and write (FORMATS.md): 8-byte LE header length N, N bytes
-// of JSON, then the data. Reads F32, F16, BF16, F64, I32, I64; writes F32, I32.
+// of JSON, then the data. Reads F32, F16, BF16, F64, I32, I64; writes F32,
+// BF16 (bit patterns as uint16_t), I32.
 #ifndef CLEF_SAFETENSORS_H
 #define CLEF_SAFETENSORS_H
 
@@ -68,10 +69,11 @@ int clef_st_read_f32(const clef_st_file *f, const clef_st_tensor *t,
 int clef_st_read_i32(const clef_st_file *f, const clef_st_tensor *t,
                      int32_t *out, clef_err *err);
 
-// One tensor to write: F32 or I32 data, shape as given (ndim 0 = scalar).
+// One tensor to write: F32, BF16 or I32 data, shape as given (ndim 0 =
+// scalar).
 typedef struct clef_st_entry {
     const char *name;
-    clef_dtype dtype; // CLEF_DT_F32 or CLEF_DT_I32
+    clef_dtype dtype; // CLEF_DT_F32, CLEF_DT_BF16 or CLEF_DT_I32
     int ndim;
     int64_t shape[CLEF_ST_MAX_DIMS];
     const void *data;

@@ -343,19 +343,41 @@ static void entry_of(const clef_tensor_info *ti, const char *name,
 int clef_weights_save(const char *path, const clef_head *hd,
                       const clef_st_meta *extra, int nextra, clef_err *err)
 {
+    return clef_weights_save_as(path, hd, CLEF_DT_F32, extra, nextra, err);
+}
+
+int clef_weights_save_as(const char *path, const clef_head *hd,
+                         clef_dtype dtype, const clef_st_meta *extra,
+                         int nextra, clef_err *err)
+{
     int n = hd->ntensors, rc;
+    const int bf16 = dtype == CLEF_DT_BF16;
     char *head = clef_config_to_json(&hd->cfg);
     clef_st_entry *e = malloc(sizeof(*e) * (size_t)n);
     clef_st_meta lead[2] = {{"format", FORMAT_HEAD}, {"head", head}};
     clef_st_meta *meta = meta_join(lead, 2, extra, nextra);
-    if (!head || !e || !meta) {
+    uint16_t *b16 = bf16 ? malloc(sizeof(uint16_t) * hd->nparams + 2) : NULL;
+    if (dtype != CLEF_DT_F32 && !bf16) {
+        rc = clef_err_set(err, CLEF_ERR_RUN, "%s: weights are F32 or BF16",
+                          path);
+        goto cleanup;
+    }
+    if (!head || !e || !meta || (bf16 && !b16)) {
         rc = clef_err_set(err, CLEF_ERR_RUN, "%s: out of memory", path);
         goto cleanup;
     }
-    for (int i = 0; i < n; i++)
+    if (bf16) // the reference conversion: round to nearest even
+        clef_scalar_kernels.cvt_f32_bf16(hd->nparams, hd->params, b16);
+    for (int i = 0; i < n; i++) {
         entry_of(&hd->tensors[i], hd->tensors[i].name, hd->params, &e[i]);
+        if (bf16) {
+            e[i].dtype = CLEF_DT_BF16;
+            e[i].data = b16 + hd->tensors[i].offset;
+        }
+    }
     rc = clef_st_write(path, e, n, meta, 2 + nextra, err);
 cleanup:
+    free(b16);
     free(meta);
     free(e);
     free(head);

@@ -23,6 +23,11 @@ int clef_weights_read_into(const clef_st_file *f, clef_head *hd, clef_err *err);
 // format "clef-head/1", "head" (config JSON) and any extra pairs.
 int clef_weights_save(const char *path, const clef_head *hd,
                       const clef_st_meta *extra, int nextra, clef_err *err);
+// The same with every tensor as dtype: CLEF_DT_F32, or CLEF_DT_BF16 (each
+// value rounded to nearest even: what a bf16 reader loads).
+int clef_weights_save_as(const char *path, const clef_head *hd,
+                         clef_dtype dtype, const clef_st_meta *extra,
+                         int nextra, clef_err *err);
 
 // Checkpoint: weights + adamw.m/<name> + adamw.v/<name>, metadata format
 // "clef-checkpoint/1", "step", plus extra pairs ("epoch", "package_sha256",

@@ -332,6 +332,29 @@ Test(precision, cli_records_checks_and_refuses, .timeout = 60)
     for (int i = 0; i < nf; i++)
         cr_expect(fabs(zf[i] - zb[i]) <= 16 * BF16_EPS * fmax(fabs(zf[i]), 1),
                   "logit %d: %.6g fp32, %.6g bf16", i, zf[i], zb[i]);
+    // --export-dtype bf16: BF16 tensors, each the master weight rounded
+    // (the export check), which clef score loads
+    cr_assert_eq(
+        tp_clef(dir, TRAIN " --epochs 2 --export-dtype bf16", pkg, dir, "e"), 0,
+        "%s", tp_err(dir));
+    json_t *re = tp_load_json(tp_path(dir, "e/result.json"));
+    cr_expect(json_is_true(
+        json_object_get(json_object_get(re, "checks"), "export_parity")));
+    cr_expect_str_eq(json_string_value(json_object_get(
+                         json_object_get(re, "train"), "export_dtype")),
+                     "bf16");
+    json_decref(re);
+    cr_assert_eq(tp_clef(dir, "inspect %s/e/weights.safetensors", dir), 0);
+    char *listing = tp_slurp(tp_path(dir, "out"), NULL);
+    cr_expect(listing && strstr(listing, " BF16 ") && !strstr(listing, " F32 "),
+              "%s", listing);
+    free(listing);
+    cr_expect_eq(tp_clef(dir,
+                         "score --weights %s/e/weights.safetensors --package "
+                         "%s/package.json",
+                         dir, pkg),
+                 0, "%s", tp_err(dir));
+    cr_expect_eq(tp_clef(dir, TRAIN " --export-dtype f16", pkg, dir, "bad"), 2);
     cr_expect_eq(tp_clef(dir, TRAIN " --precision fp16", pkg, dir, "bad"), 2);
     cr_expect(strstr(tp_err(dir), "--precision") != NULL, "%s", tp_err(dir));
     cr_expect(!tp_exists(tp_path(dir, "bad")));
