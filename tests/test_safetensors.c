@@ -1,8 +1,8 @@
 // safetensors reader and writer (core/safetensors.c, FORMATS.md).
 //
 // Files of every dtype are made by a tiny writer in this file (the public
-// writer only writes F32 and I32), so the reader is checked against bytes it
-// did not produce. Broken files each must be rejected with their own rule.
+// writer writes F32, BF16 and I32 only), so the reader is checked against
+// bytes it did not produce. Broken files each must be rejected with their own rule.
 #include <criterion/criterion.h>
 
 #include <dirent.h>
