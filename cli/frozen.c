@@ -6,7 +6,8 @@
 #include "train.h"
 
 // SHA-256 of every buffer training must never touch: E and, per record,
-// H, xhat, qvhat, ctxhat and lex. hashes: NULL to count only.
+// H, xhat (or the bf16 x̂ that replaced both), qvhat, ctxhat and lex.
+// hashes: NULL to count only.
 int cli_frozen_hashes(const clef_package *p, char **hashes)
 {
     int n = 0;
@@ -14,14 +15,18 @@ int cli_frozen_hashes(const clef_package *p, char **hashes)
 #define HASH(buf, cnt)                                                         \
     do {                                                                       \
         if (hashes)                                                            \
-            clef_sha256_hex((buf), (cnt) * sizeof(float), hashes[n]);          \
+            clef_sha256_hex((buf), (cnt) * sizeof(*(buf)), hashes[n]);         \
         n++;                                                                   \
     } while (0)
     HASH(p->E, (size_t)p->V * d);
     for (int i = 0; i < p->nrecords; i++) {
         const clef_record *r = &p->records[i];
-        HASH(r->H, (size_t)r->T * d);
-        HASH(r->xhat, (size_t)r->T * d);
+        if (r->xhat16) {
+            HASH(r->xhat16, (size_t)r->T * d);
+        } else {
+            HASH(r->H, (size_t)r->T * d);
+            HASH(r->xhat, (size_t)r->T * d);
+        }
         HASH(r->qvhat, (size_t)r->Q * d);
         HASH(r->ctxhat, (size_t)r->O * d);
         HASH(r->lex, (size_t)r->O * d);

@@ -167,6 +167,8 @@ int cli_score(int argc, char **argv)
                             "of memory)", ktab.backend);
         goto done;
     }
+    if (o.bf16 && (rc = clef_package_keep_bf16(&pkg, k, &err)))
+        goto done;
     if (o.bf16)
         k = &k16;
     ws = clef_ws_create(&pkg.cfg, pkg.Tmax, pkg.Qmax, pkg.Omax);

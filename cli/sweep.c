@@ -325,8 +325,10 @@ static int sweep_main(sweep_spec *s, clef_err *err)
     if (s->parallel > s->nruns)
         s->parallel = s->nruns;
     cli_set_threads(s->threads_per_run); // the package's preparation
+    // bf16 x̂ only when no run reads it in fp32 (as clef train alone would)
     if ((rc = clef_package_read(s->manifest, s->pin, &pkg, err)) ||
-        (rc = clef_package_prepare(&pkg, &k, err)))
+        (rc = clef_package_prepare(&pkg, &k, err)) ||
+        (s->all_bf16 && (rc = clef_package_keep_bf16(&pkg, &k, err))))
         goto out;
     if (!(spec = sweep_spec_json(s, pkg.sha256))) {
         rc = clef_err_set(err, CLEF_ERR_RUN, "out of memory");

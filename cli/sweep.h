@@ -29,6 +29,7 @@ typedef struct sweep_spec {
     char **shared; // (nshared) the train flags every run gets, argv form
     int nshared;
     int user_ckpt; // --checkpoint-every or -seconds among the shared
+    int all_bf16;  // every run trains in bf16: x̂ kept in bf16 once
     sweep_run *runs;
     int nruns;
 } sweep_spec;

@@ -370,7 +370,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
                               "cannot read the weights: %s", strerror(errno));
     if (!t->shared) {
         if ((rc = clef_package_read(c->manifest, c->pin, &t->own_pkg, err)) ||
-            (rc = clef_package_prepare(&t->own_pkg, t->k, err)))
+            (rc = clef_package_prepare(&t->own_pkg, t->k, err)) ||
+            (c->bf16 && (rc = clef_package_keep_bf16(&t->own_pkg, t->k, err))))
             return rc;
         t->pkg = &t->own_pkg;
     }

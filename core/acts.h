@@ -83,6 +83,8 @@ struct clef_ws {
     // x̂ stays in each record (a T_b×d copy would be the batch's largest
     // stream): xrec[b] is record b's (T_b, d), read per record
     const float **xrec;                                   // (B)
+    const uint16_t **xrec16; // (B) the records' bf16 x̂ (keep_bf16), or NULL
+    uint16_t *dm16;          // (T, w) dM in bf16 for D when x̂ is bf16
     const float *qvhat, *ctxhat, *lex, *lhat;
     float *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1
     float *target;               // (O) targets, packed

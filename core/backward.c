@@ -22,6 +22,15 @@ static void zero(float *x, size_t n)
     clef_rows_zero(x, n);
 }
 
+// A bf16 value as float (exact).
+static float bf16_value(uint16_t h)
+{
+    const uint32_t u = (uint32_t)h << 16;
+    float v;
+    memcpy(&v, &u, sizeof(v));
+    return v;
+}
+
 // What every part of one backward pass reads: the kernels, the head (its
 // params hd->p and grads hd->g), the workspace of the batch's forward pass,
 // and acc, the accumulate flag of the weight gradients a GEMM (or one loop)
@@ -570,8 +579,13 @@ static void d_chunk(const clef_kernels *k, clef_ws *ws, int w, int d, int nc,
     const int j0 = d_bound(d, nc, ch), j1 = d_bound(d, nc, ch + 1);
     for (int b = 0; b < ws->nb; b++) {
         const int t0 = ws->t_off[b], Tb = ws->t_off[b + 1] - t0;
-        const float *xb = ws->xrec[b] + j0;
         float *D = ws->dwd + j0;
+        if (ws->xrec16[b]) { // x̂ kept in bf16: dM's bf16 copy against it
+            k->gemm_bf16_tn(w, j1 - j0, Tb, ws->dm16 + (size_t)t0 * w, w,
+                            ws->xrec16[b] + j0, d, D, d, b > 0);
+            continue;
+        }
+        const float *xb = ws->xrec[b] + j0;
         if (ws->pk &&
             ws->pk->gemm_pa(0, w, j1 - j0, Tb, ws->dm_pk + ws->pk_a_off[b], xb,
                             d, D, d, b > 0) == 0)
@@ -663,11 +677,13 @@ static void span_means_bwd(clef_head *hd, const clef_ws *ws)
             g_beta[i] += ws->dctx[oi];
         }
     for (int b = 0; b < ws->nb; b++) { // g_b = X at the record's T−1
-        const float *xlast =
-            ws->xrec[b] + (size_t)(ws->t_off[b + 1] - ws->t_off[b] - 1) * d;
+        const size_t last =
+            (size_t)(ws->t_off[b + 1] - ws->t_off[b] - 1) * d;
+        const float *xlast = ws->xrec16[b] ? NULL : ws->xrec[b] + last;
         const float *dg = ws->dg + (size_t)b * d;
         for (int i = 0; i < d; i++) {
-            g_gamma[i] += dg[i] * xlast[i];
+            g_gamma[i] += dg[i] * (xlast ? xlast[i]
+                                         : bf16_value(ws->xrec16[b][last + i]));
             g_beta[i] += dg[i];
         }
     }
@@ -750,6 +766,8 @@ void clef_backward_upto_d(const clef_kernels *k, clef_head *hd, clef_ws *ws,
     queries_bwd(&bw);
     if (ws->pk) // op(A) = dM_bᵀ of every block of D, packed once
         d_pack(ws, w);
+    if (ws->nb && ws->xrec16[0]) // bf16 x̂: D's dM in bf16, once
+        k->cvt_f32_bf16((size_t)T * w, ws->dM, ws->dm16);
 }
 
 void clef_backward(const clef_kernels *k, clef_head *hd, clef_ws *ws,

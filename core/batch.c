@@ -70,8 +70,10 @@ void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)
     ws->T = ws->t_off[n];
     ws->Q = ws->q_off[n];
     ws->O = ws->o_off[n];
-    for (int b = 0; b < n; b++)
+    for (int b = 0; b < n; b++) {
         ws->xrec[b] = recs[b]->xhat;
+        ws->xrec16[b] = recs[b]->xhat16;
+    }
     if (n == 1) { // a record alone needs no copies
         ws->qvhat = recs[0]->qvhat;
         ws->ctxhat = recs[0]->ctxhat;

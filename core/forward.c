@@ -51,8 +51,22 @@ static void affine_rows(int rows, int n, const float *xhat, const float *gamma,
     );
 }
 
+// The same from a bf16 row of x̂ (exact in float).
+static void affine_row16(int n, const uint16_t *restrict x,
+                         const float *restrict gamma,
+                         const float *restrict beta, float *restrict y)
+{
+#pragma omp simd
+    for (int i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)x[i] << 16;
+        float v;
+        memcpy(&v, &u, sizeof(v));
+        y[i] = v * gamma[i] + beta[i];
+    }
+}
+
 // X (T, d) = x̂ ⊙ γ + β over the batch's memory rows, each read from its
-// record (ws->xrec).
+// record (ws->xrec, or ws->xrec16 for a record kept in bf16).
 static void affine_memory(const clef_ws *ws, const float *gamma,
                           const float *beta, float *X)
 {
@@ -61,8 +75,12 @@ static void affine_memory(const clef_ws *ws, const float *gamma,
         int b = 0;
         while (ws->t_off[b + 1] <= r)
             b++;
-        affine_row(d, ws->xrec[b] + (size_t)(r - ws->t_off[b]) * d, gamma,
-                   beta, X + (size_t)r * d);
+        const size_t row = (size_t)(r - ws->t_off[b]) * d;
+        if (ws->xrec16[b])
+            affine_row16(d, ws->xrec16[b] + row, gamma, beta,
+                         X + (size_t)r * d);
+        else
+            affine_row(d, ws->xrec[b] + row, gamma, beta, X + (size_t)r * d);
     );
 }
 

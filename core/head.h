@@ -120,6 +120,8 @@ typedef struct clef_record {
     char **oid;       // (O) option ids (may be NULL in tests)
     // Per-record constants (clef_record_prepare): H and E are frozen.
     float *xhat;   // (T, d) (H − μ) / σ per row
+    uint16_t *xhat16; // (T, d) x̂ in bf16 (clef_record_keep_bf16): then
+                      // xhat and H are NULL
     float *qvhat;  // (Q, d) span means of xhat over question spans
     float *ctxhat; // (O, d) span means of xhat over option spans
     float *lex;    // (O, d) span means of E[ids] over option spans
@@ -132,6 +134,11 @@ enum { CLEF_SPLIT_TRAIN = 0, CLEF_SPLIT_VALIDATION = 1, CLEF_SPLIT_TEST = 2 };
 int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
                         int V, clef_err *err);
 void clef_record_free(clef_record *r); // frees every member, not r itself
+// For a head that runs in bf16 (core/mm.h): keeps x̂ rounded to bf16 by k
+// (a quarter of x̂ and H in fp32) and frees xhat and H, which nothing reads
+// once the record is prepared. Such a record runs only on a bf16 table.
+// 0, or -1 when out of memory (the record unchanged).
+int clef_record_keep_bf16(const clef_kernels *k, clef_record *r);
 
 // ---- forward / backward workspace for a batch of records ----
 // A batch is executed packed (core/acts.h): the workspace is sized by the

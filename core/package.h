@@ -55,6 +55,10 @@ int clef_package_read(const char *manifest_path, const char *pin_sha256,
 int clef_package_prepare(clef_package *pkg, const clef_kernels *k,
                          clef_err *err);
 void clef_package_free(clef_package *pkg);
+// clef_record_keep_bf16 on every record of a prepared package (a head that
+// runs in bf16): x̂ in bf16, H and the fp32 x̂ released. 0 or error.
+int clef_package_keep_bf16(clef_package *pkg, const clef_kernels *k,
+                           clef_err *err);
 
 // Index of the record with this id, or -1.
 int clef_package_find(const clef_package *pkg, const char *id);

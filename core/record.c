@@ -10,12 +10,18 @@ int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
                         int V, clef_err *err)
 {
     const int T = r->T, d = r->d;
+    if (!r->H) // clef_record_keep_bf16 released them
+        return clef_err_set(err, CLEF_ERR_RUN,
+                            "record %s: its hidden states were released",
+                            r->id ? r->id : "?");
     float *ones = malloc(sizeof(float) * d);
     float *zeros = calloc(d, sizeof(float));
     float *y = malloc(sizeof(float) * (size_t)T * d);
     float *rstd = malloc(sizeof(float) * T);
     float *erows = malloc(sizeof(float) * (size_t)T * d);
     free(r->xhat);
+    free(r->xhat16);
+    r->xhat16 = NULL;
     free(r->qvhat);
     free(r->ctxhat);
     free(r->lex);
@@ -73,6 +79,22 @@ static void free_strings(char **s, int n)
     free(s);
 }
 
+int clef_record_keep_bf16(const clef_kernels *k, clef_record *r)
+{
+    if (r->xhat16)
+        return 0;
+    const size_t n = (size_t)r->T * r->d;
+    uint16_t *x = malloc(sizeof(uint16_t) * (n ? n : 1));
+    if (!x)
+        return -1;
+    k->cvt_f32_bf16(n, r->xhat, x);
+    free(r->xhat);
+    free(r->H);
+    r->xhat = r->H = NULL;
+    r->xhat16 = x;
+    return 0;
+}
+
 void clef_record_free(clef_record *r)
 {
     free(r->id);
@@ -89,6 +111,7 @@ void clef_record_free(clef_record *r)
     free_strings(r->qid, r->Q);
     free_strings(r->oid, r->O);
     free(r->xhat);
+    free(r->xhat16);
     free(r->qvhat);
     free(r->ctxhat);
     free(r->lex);

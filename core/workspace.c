@@ -160,6 +160,7 @@ static void carve(clef_ws *ws, arena *a)
     ws->mscr2 = take(a, h * rows * w);
     ws->mascr = take(a, 2 * h * max3(OT, QT, QQ));
     ws->drop_t = take(a, rows * w);
+    ws->dm16 = (uint16_t *)take(a, (T * w + 1) / 2);
 }
 
 clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
@@ -190,9 +191,11 @@ clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
     ws->pk_nn_off = calloc(B + 1, sizeof(size_t));
     ws->pk_a_off = calloc(B + 1, sizeof(size_t));
     ws->xrec = calloc(B, sizeof(*ws->xrec));
+    ws->xrec16 = calloc(B, sizeof(*ws->xrec16));
     const char *pe = getenv("CLEF_PREPACK");
     ws->prepack_off = pe && !strcmp(pe, "0");
     if (!ws->pk_nt_off || !ws->pk_nn_off || !ws->pk_a_off || !ws->xrec ||
+        !ws->xrec16 ||
         !ws->route || !ws->field || !ws->owner || !ws->t_off || !ws->q_off ||
         !ws->o_off || !ws->ot_off || !ws->qt_off || !ws->qq_off ||
         !ws->qrec || !ws->qtype || !ws->is_score || !ws->opt_off)
@@ -307,5 +310,6 @@ void clef_ws_free(clef_ws *ws)
     free(ws->pk_nn_off);
     free(ws->pk_a_off);
     free(ws->xrec);
+    free(ws->xrec16);
     free(ws);
 }

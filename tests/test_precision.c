@@ -223,6 +223,70 @@ Test(precision, update_bits_do_not_depend_on_threads_scalar, .timeout = 60)
     check_threads("scalar");
 }
 
+// Records kept in bf16 (clef_record_keep_bf16: x̂ as bf16, H and the
+// fp32 x̂ freed) train bit for bit as records whose fp32 x̂ holds the same
+// bf16 values and goes through the per-call conversion.
+Test(precision, records_kept_in_bf16_match_rounded_fp32, .timeout = 60)
+{
+    const clef_kernels *k = isa_table_or_skip("auto");
+    const clef_config cfg = {.d = 96, .w = 64, .h = 4, .f = 96, .R = 1, .L = 1};
+    const clef_test_batch_spec spec = {.n = NREC,
+                                       .V = 11,
+                                       .T = rec_T,
+                                       .Q = rec_Q,
+                                       .types = rec_types,
+                                       .nopt = rec_nopt,
+                                       .rng_mul = 4099,
+                                       .rng_add = 17};
+    clef_test_batch r[2];
+    float *w[2];
+    for (int v = 0; v < 2; v++) {
+        clef_test_batch_init(&r[v], &cfg, 7, &spec);
+        for (int i = 0; i < NREC; i++) {
+            clef_record *rec = &r[v].recs[i];
+            const size_t n = (size_t)rec->T * rec->d;
+            if (v == 1) {
+                cr_assert_eq(clef_record_keep_bf16(k, rec), 0);
+                cr_expect(!rec->xhat && !rec->H && rec->xhat16);
+                continue;
+            }
+            uint16_t *b = malloc(sizeof(uint16_t) * n);
+            k->cvt_f32_bf16(n, rec->xhat, b);
+            for (size_t j = 0; j < n; j++) {
+                const uint32_t u = (uint32_t)b[j] << 16;
+                memcpy(rec->xhat + j, &u, sizeof(float));
+            }
+            free(b);
+        }
+        clef_train_opts o = clef_test_train_opts();
+        clef_ws_limits lim;
+        clef_ws_limits_for(r[v].recs, NREC, NREC, &lim);
+        clef_ws *ws = clef_ws_create_limits(&cfg, &lim);
+        struct clef_mm mm;
+        clef_kernels kb;
+        cr_assert_eq(clef_mm_init(&mm, &r[v].hd), 0);
+        cr_assert_eq(clef_mm_table(k, &mm, &kb), 0);
+        for (int s = 0; s < 3; s++)
+            clef_train_step(&kb, &r[v].hd, r[v].ptr, NREC, ws, &o);
+        w[v] = clef_test_falloc(r[v].hd.nparams);
+        memcpy(w[v], r[v].hd.params, sizeof(float) * r[v].hd.nparams);
+        clef_mm_free(&mm);
+        clef_ws_free(ws);
+    }
+    long diff = -1;
+    for (size_t i = 0; i < r[0].hd.nparams && diff < 0; i++)
+        if (memcmp(w[0] + i, w[1] + i, sizeof(float)))
+            diff = (long)i;
+    cr_expect(diff < 0,
+              "parameter %ld: %.9g (rounded fp32 x̂) vs %.9g (bf16 "
+              "x̂)",
+              diff, diff < 0 ? 0.0 : w[0][diff], diff < 0 ? 0.0 : w[1][diff]);
+    for (int v = 0; v < 2; v++) {
+        free(w[v]);
+        clef_test_batch_free(&r[v]);
+    }
+}
+
 // The band. Two runs from one head take slightly different paths through the
 // fast fall of the loss (bf16's rounding moves each update a little) and
 // meet again on the plateau, so the band is on the curve's scale: at every
@@ -358,5 +422,35 @@ Test(precision, cli_records_checks_and_refuses, .timeout = 60)
     cr_expect_eq(tp_clef(dir, TRAIN " --precision fp16", pkg, dir, "bad"), 2);
     cr_expect(strstr(tp_err(dir), "--precision") != NULL, "%s", tp_err(dir));
     cr_expect(!tp_exists(tp_path(dir, "bad")));
+    tp_rmdir(dir);
+}
+
+// A sweep of bf16 runs keeps the shared package's x̂ in bf16 once; each
+// run's weights are still those of clef train alone (which keeps its own).
+Test(precision, cli_sweep_runs_match_train_alone, .timeout = 60)
+{
+    char *dir = tp_tmpdir();
+    char *pkg = tp_fixture_in(dir);
+    cr_assert_eq(tp_clef(dir,
+                         "sweep --package %s/package.json --sweep-dir %s/sw "
+                         "--grid lr=1e-3,3e-3 --epochs 4 --precision bf16 "
+                         "--parallel 2",
+                         pkg, dir),
+                 0, "%s", tp_err(dir));
+    const char *lrs[2] = {"1e-3", "3e-3"};
+    for (int i = 0; i < 2; i++) {
+        char run[64], a[4200], b[4200];
+        snprintf(run, sizeof(run), "alone%d", i);
+        cr_assert_eq(tp_clef(dir,
+                             "train --quiet --threads 1 --package "
+                             "%s/package.json --run-dir %s/%s --epochs 4 "
+                             "--precision bf16 --lr %s",
+                             pkg, dir, run, lrs[i]),
+                     0, "%s", tp_err(dir));
+        snprintf(a, sizeof(a), "%s/%s/weights.safetensors", dir, run);
+        snprintf(b, sizeof(b), "%s/sw/runs/lr=%s/weights.safetensors", dir,
+                 lrs[i]);
+        cr_expect(tp_same_file(a, b), "lr=%s: the sweep's run differs", lrs[i]);
+    }
     tp_rmdir(dir);
 }
