@@ -122,7 +122,8 @@ int cli_score(int argc, char **argv)
         return cli_fail("score", &err);
     cli_set_threads(o.threads);
     clef_package pkg;
-    if (clef_package_read(o.manifest, o.pin, &pkg, &err))
+    if ((o.bf16 ? clef_package_read_half : clef_package_read)(o.manifest, o.pin,
+                                                              &pkg, &err))
         return cli_fail("score", &err);
     clef_head hd;
     memset(&hd, 0, sizeof(hd));
@@ -159,7 +160,8 @@ int cli_score(int argc, char **argv)
                             hd.cfg.d, pkg.cfg.d, hd.cfg.w, pkg.cfg.w);
         goto done;
     }
-    if ((rc = clef_package_prepare(&pkg, k, &err)))
+    if ((rc = (o.bf16 ? clef_package_prepare_bf16 : clef_package_prepare)(
+             &pkg, k, &err)))
         goto done;
     if (o.bf16 && (clef_mm_init(&mm, &hd) || clef_mm_table(&ktab, &mm, &k16))) {
         rc = clef_err_input(&err, NULL, NULL, "--precision",
@@ -167,8 +169,6 @@ int cli_score(int argc, char **argv)
                             "of memory)", ktab.backend);
         goto done;
     }
-    if (o.bf16 && (rc = clef_package_keep_bf16(&pkg, k, &err)))
-        goto done;
     if (o.bf16)
         k = &k16;
     ws = clef_ws_create(&pkg.cfg, pkg.Tmax, pkg.Qmax, pkg.Omax);

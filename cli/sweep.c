@@ -326,9 +326,11 @@ static int sweep_main(sweep_spec *s, clef_err *err)
         s->parallel = s->nruns;
     cli_set_threads(s->threads_per_run); // the package's preparation
     // bf16 x̂ only when no run reads it in fp32 (as clef train alone would)
-    if ((rc = clef_package_read(s->manifest, s->pin, &pkg, err)) ||
-        (rc = clef_package_prepare(&pkg, &k, err)) ||
-        (s->all_bf16 && (rc = clef_package_keep_bf16(&pkg, &k, err))))
+    const int b16 = s->all_bf16;
+    if ((rc = (b16 ? clef_package_read_half : clef_package_read)(
+             s->manifest, s->pin, &pkg, err)) ||
+        (rc = (b16 ? clef_package_prepare_bf16 : clef_package_prepare)(
+             &pkg, &k, err)))
         goto out;
     if (!(spec = sweep_spec_json(s, pkg.sha256))) {
         rc = clef_err_set(err, CLEF_ERR_RUN, "out of memory");

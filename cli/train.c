@@ -369,9 +369,11 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
         return clef_err_input(err, c->init, NULL, "--init",
                               "cannot read the weights: %s", strerror(errno));
     if (!t->shared) {
-        if ((rc = clef_package_read(c->manifest, c->pin, &t->own_pkg, err)) ||
-            (rc = clef_package_prepare(&t->own_pkg, t->k, err)) ||
-            (c->bf16 && (rc = clef_package_keep_bf16(&t->own_pkg, t->k, err))))
+        // bf16: half-precision hidden states stay half, x̂ is kept in bf16
+        if ((rc = (c->bf16 ? clef_package_read_half : clef_package_read)(
+                 c->manifest, c->pin, &t->own_pkg, err)) ||
+            (rc = (c->bf16 ? clef_package_prepare_bf16 : clef_package_prepare)(
+                 &t->own_pkg, t->k, err)))
             return rc;
         t->pkg = &t->own_pkg;
     }

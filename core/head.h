@@ -106,6 +106,8 @@ typedef struct clef_record {
     int split; // CLEF_SPLIT_*
     int T, d;
     float *H;  // (T, d) frozen hidden states
+    uint16_t *Hh; // (T, d) the same as the shard stores them, F16 or BF16
+    int Hh_f16;   // (clef_package_read_half): H is NULL then; 1 for F16
     int *ids;  // (T) lexical rows
     int Q, O;
     int *qtype;       // (Q) CLEF_QTYPE_*

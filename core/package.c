@@ -619,6 +619,44 @@ static int check_spans(const char *file, const char *rid, const char *field,
     return 0;
 }
 
+// Record r's hidden states t (T, d) into r->H as float, every value finite.
+static int load_f32_hidden(const clef_st_file *f, const clef_st_tensor *t,
+                           clef_record *r, clef_err *err)
+{
+    r->H = malloc((size_t)r->T * r->d * sizeof(float));
+    if (!r->H)
+        return oom(err);
+    int rc = clef_st_read_f32(f, t, r->H, 0, err);
+    if (rc)
+        return rc;
+    return check_finite(f->path, r->id, "hidden", r->H, (size_t)r->T,
+                        (size_t)r->d, err);
+}
+
+// The same kept as the file's F16 or BF16 bits in r->Hh: a value is
+// finite unless its exponent bits are all ones.
+static int load_half_hidden(const clef_st_file *f, const clef_st_tensor *t,
+                            clef_record *r, clef_err *err)
+{
+    const size_t n = (size_t)r->T * r->d;
+    const int f16 = t->dtype == CLEF_DT_F16;
+    const uint16_t emask = f16 ? 0x7c00 : 0x7f80;
+    r->Hh = malloc(sizeof(uint16_t) * n);
+    if (!r->Hh)
+        return oom(err);
+    r->Hh_f16 = f16;
+    memcpy(r->Hh, f->bytes + f->data_start + t->begin, sizeof(uint16_t) * n);
+    for (size_t i = 0; i < n; i++)
+        if ((r->Hh[i] & emask) == emask)
+            return clef_err_input(err, f->path, r->id, "hidden",
+                                  "non-finite value %g at [%zu, %zu] (every "
+                                  "float must be finite)",
+                                  f16 ? clef_f16_to_f32(r->Hh[i])
+                                      : clef_bf16_to_f32(r->Hh[i]),
+                                  i / r->d, i % r->d);
+    return 0;
+}
+
 static int load_record_tensors(clef_package *pkg, const clef_st_file *f,
                                clef_record *r, clef_err *err)
 {
@@ -649,13 +687,11 @@ static int load_record_tensors(clef_package *pkg, const clef_st_file *f,
     int T = (int)t->shape[0];
     r->T = T;
     r->d = d;
-    r->H = malloc((size_t)T * d * sizeof(float));
-    if (!r->H)
-        return oom(err);
-    int rc = clef_st_read_f32(f, t, r->H, 0, err);
-    if (rc)
-        return rc;
-    rc = check_finite(f->path, rid, "hidden", r->H, (size_t)T, (size_t)d, err);
+    int rc;
+    if (pkg->half_hidden && t->dtype != CLEF_DT_F32)
+        rc = load_half_hidden(f, t, r, err);
+    else
+        rc = load_f32_hidden(f, t, r, err);
     if (rc)
         return rc;
 
@@ -824,10 +860,11 @@ static void record_geometry(clef_package *pkg)
     }
 }
 
-int clef_package_read(const char *manifest_path, const char *pin_sha256,
-                      clef_package *pkg, clef_err *err)
+static int package_read(const char *manifest_path, const char *pin_sha256,
+                        int half, clef_package *pkg, clef_err *err)
 {
     memset(pkg, 0, sizeof(*pkg));
+    pkg->half_hidden = half;
     uint8_t *bytes = NULL;
     size_t size = 0;
     json_t *root = NULL;
@@ -880,6 +917,34 @@ fail:
     free(bytes);
     clef_package_free(pkg);
     return rc ? rc : CLEF_ERR_INPUT;
+}
+
+int clef_package_read(const char *manifest_path, const char *pin_sha256,
+                      clef_package *pkg, clef_err *err)
+{
+    return package_read(manifest_path, pin_sha256, 0, pkg, err);
+}
+
+int clef_package_read_half(const char *manifest_path, const char *pin_sha256,
+                           clef_package *pkg, clef_err *err)
+{
+    return package_read(manifest_path, pin_sha256, 1, pkg, err);
+}
+
+int clef_package_prepare_bf16(clef_package *pkg, const clef_kernels *k,
+                              clef_err *err)
+{
+    pkg->prepared = 0;
+    for (int i = 0; i < pkg->nrecords; i++) {
+        clef_record *r = &pkg->records[i];
+        int rc = clef_record_prepare(k, r, pkg->E, pkg->V, err);
+        if (rc)
+            return rc;
+        if (clef_record_keep_bf16(k, r))
+            return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    }
+    pkg->prepared = 1;
+    return 0;
 }
 
 int clef_package_prepare(clef_package *pkg, const clef_kernels *k,

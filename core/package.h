@@ -34,6 +34,7 @@ typedef struct clef_package {
     int nsplit[3];        // records per CLEF_SPLIT_*
     int Tmax, Qmax, Omax; // the largest record geometry
     int prepared;         // 1 once clef_package_prepare has succeeded
+    int half_hidden;      // read by clef_package_read_half
 } clef_package;
 
 // Reads and checks the package at manifest_path. pin_sha256 (64 hex or NULL)
@@ -46,6 +47,12 @@ typedef struct clef_package {
 // rule.
 int clef_package_read(const char *manifest_path, const char *pin_sha256,
                       clef_package *pkg, clef_err *err);
+// The same for a head that runs in bf16: F16 and BF16 hidden states stay as
+// the shard stores them (clef_record.Hh, 2 bytes a value: no float copy;
+// their finiteness is checked on the bits), and clef_package_prepare_bf16
+// prepares from them.
+int clef_package_read_half(const char *manifest_path, const char *pin_sha256,
+                           clef_package *pkg, clef_err *err);
 // Computes every record's constants with kernels k (clef_record_prepare) on
 // a package clef_package_read returned, and sets prepared. Nothing else in
 // the package changes, so a prepared package can be shared read-only (const)
@@ -59,6 +66,10 @@ void clef_package_free(clef_package *pkg);
 // runs in bf16): x̂ in bf16, H and the fp32 x̂ released. 0 or error.
 int clef_package_keep_bf16(clef_package *pkg, const clef_kernels *k,
                            clef_err *err);
+// clef_package_prepare, then clef_record_keep_bf16, record by record: at no
+// point does the package hold every record's x̂ (or H) in float.
+int clef_package_prepare_bf16(clef_package *pkg, const clef_kernels *k,
+                              clef_err *err);
 
 // Index of the record with this id, or -1.
 int clef_package_find(const clef_package *pkg, const char *id);

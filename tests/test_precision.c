@@ -24,6 +24,7 @@
 #include "head.h"
 #include "isa_common.h"
 #include "mm.h"
+#include "package.h"
 #include "ref_head.h"
 #include "util.h"
 #include "util_package.h"
@@ -452,5 +453,60 @@ Test(precision, cli_sweep_runs_match_train_alone, .timeout = 60)
                  lrs[i]);
         cr_expect(tp_same_file(a, b), "lr=%s: the sweep's run differs", lrs[i]);
     }
+    tp_rmdir(dir);
+}
+
+// clef_package_read_half keeps F16 / BF16 hidden states as their bits (no
+// float copy) and prepare_bf16 turns them into the same bf16 x̂ as the
+// float read does; a NaN in a half-precision record is refused either way.
+Test(precision, half_hidden_states_load_without_a_float_copy)
+{
+    char *dir = tp_tmpdir();
+    cr_assert_eq(tp_write_mixed_package(dir), 0);
+    char manifest[4200];
+    snprintf(manifest, sizeof(manifest), "%s/package.json", dir);
+    clef_package a, b;
+    clef_err err = {0};
+    cr_assert_eq(clef_package_read(manifest, NULL, &a, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_package_read_half(manifest, NULL, &b, &err), 0, "%s",
+                 err.msg);
+    const clef_kernels *k = &clef_scalar_kernels;
+    int halves = 0;
+    for (int i = 0; i < b.nrecords; i++) {
+        const clef_record *r = &b.records[i];
+        halves += r->Hh != NULL;
+        cr_expect((r->Hh == NULL) == (r->H != NULL), "record %s", r->id);
+    }
+    cr_expect_eq(halves, 2, "m-1 (F16) and m-2 (BF16) stay half");
+    cr_assert_eq(clef_package_prepare_bf16(&a, k, &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_package_prepare_bf16(&b, k, &err), 0, "%s", err.msg);
+    for (int i = 0; i < b.nrecords; i++) {
+        const clef_record *ra = &a.records[i], *rb = &b.records[i];
+        cr_expect(!rb->H && !rb->Hh && !rb->xhat && rb->xhat16);
+        cr_expect_eq(memcmp(ra->xhat16, rb->xhat16,
+                            sizeof(uint16_t) * (size_t)ra->T * ra->d),
+                     0, "record %s: another x̂", ra->id);
+        cr_expect_eq(
+            memcmp(ra->qvhat, rb->qvhat, sizeof(float) * (size_t)ra->Q * ra->d),
+            0, "record %s: other span means", ra->id);
+    }
+    clef_package_free(&a);
+    clef_package_free(&b);
+    // a NaN (F16 0x7e00) as m-1's first hidden value
+    char shard[4200];
+    snprintf(shard, sizeof(shard), "%s/records-000.safetensors", dir);
+    size_t n, begin, end;
+    uint8_t *bytes = (uint8_t *)tp_slurp(shard, &n);
+    cr_assert_eq(tp_st_locate(bytes, n, "m-1/hidden", &begin, &end), 0);
+    bytes[begin] = 0x00, bytes[begin + 1] = 0x7e;
+    cr_assert_eq(tp_write(shard, bytes, n), 0);
+    free(bytes);
+    json_t *m = tp_manifest_load(dir);
+    cr_assert_eq(tp_manifest_save(dir, m), 0);
+    json_decref(m);
+    cr_expect_neq(clef_package_read_half(manifest, NULL, &b, &err), 0);
+    cr_expect(strstr(err.msg, "m-1") && strstr(err.msg, "hidden") &&
+                  strstr(err.msg, "non-finite"),
+              "%s", err.msg);
     tp_rmdir(dir);
 }
