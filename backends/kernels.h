@@ -41,7 +41,14 @@
 //   gemm_bf16_nt: A (M,K), B (N,K)   C = A·Bᵀ   y = x Wᵀ (x̂ and W in bf16)
 //   gemm_bf16_nn: A (M,K), B (K,N)   C = A·B    dx = dy W
 //   gemm_bf16_tn: A (K,M), B (K,N)   C = Aᵀ·B   dW = dyᵀ x
-// The scalar reference sums the exact products in double and rounds once.
+// The scalar reference sums the exact products in double and rounds once;
+// the hardware kernels (vdpbf16ps, _tile_dpbf16ps; oneDNN's) sum in float in
+// their own order and treat denormal operands and results as zero, so they
+// match it within (K + 2) FLT_EPSILON Σ|a·b| (bench/case_gemm_bf16.c).
+// No bf16 GEMM pre-packs yet: the amx and avx512_bf16 kernels pack both
+// operands per call (backends/x86/bf16_pack.h); a clef_gemm_prepack-style
+// entry for a weight's VNNI panels, made once per update, is what training
+// would add (docs/PERF-NOTES.md, "bf16 GEMMs").
 #define CLEF_SIG_gemm_bf16                                                     \
     (int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,      \
      int ldb, float *C, int ldc, int accumulate)

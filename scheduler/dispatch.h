@@ -42,8 +42,11 @@ const clef_candidate *clef_dispatch_pick(clef_op op, int max_isa,
 
 // Fills out with, per op, the best candidate at isa ≤ max_isa (pass
 // clef_isa_level() for "the best this CPU allows under CLEF_MAX_ISA").
-// backend_restriction: NULL or "auto" = any; "avx512", "avx2", "scalar" =
-// that backend's kernels only. Returns 0, or -1 with the reason in why
+// backend_restriction: NULL or "auto" = any; "avx512", "avx2", "scalar",
+// "avx512_bf16", "amx" = that level's kernels only, for the ops that level
+// has kernels for; an op it has none for (the bf16 GEMMs at avx512, the f32
+// ops at amx) takes the best candidate at isa ≤ max_isa, as the registry's
+// composed tables do. Returns 0, or -1 with the reason in why
 // (e.g. "avx512: cpu lacks avx512f", "avx512: capped by CLEF_MAX_ISA=avx2")
 // when the restriction cannot be met; out is then untouched.
 // With CLEF_VERBOSE=1 prints the kernel chosen per op on stderr.

@@ -68,7 +68,8 @@ Test(onednn, table_is_complete_with_native_kernels_and_visible_fallthroughs)
     static const clef_op native[] = {
         CLEF_OP_gemm_nt,     CLEF_OP_gemm_nn,       CLEF_OP_gemm_tn,
         CLEF_OP_layernorm_fwd, CLEF_OP_layernorm_bwd, CLEF_OP_gelu_fwd,
-        CLEF_OP_gelu_bwd,    CLEF_OP_softmax_fwd,   CLEF_OP_softmax_bwd};
+        CLEF_OP_gelu_bwd,    CLEF_OP_softmax_fwd,   CLEF_OP_softmax_bwd,
+        CLEF_OP_gemm_bf16_nt, CLEF_OP_gemm_bf16_nn, CLEF_OP_gemm_bf16_tn};
     int is_native[CLEF_OP_COUNT] = {0};
     for (size_t i = 0; i < sizeof native / sizeof native[0]; i++)
         is_native[native[i]] = 1;

@@ -17,7 +17,8 @@
 // scratch (loaded from C, stored back to its valid part).
 //
 // Blocking: K in blocks of KCB × 32 values (C tiles loaded and stored once
-// per block); column chunks of CHUNK panels run in parallel, each packing
+// per block; the next block's C lines are prefetched while this one runs);
+// column chunks of CHUNK panels run in parallel, each packing
 // its own B panels; within a chunk, per K block and panel, every 32-row
 // block of A. The split never cuts a sum: bits do not depend on the thread
 // count. _tile_dpbf16ps accumulates in float (round to nearest even) and
@@ -31,7 +32,7 @@
 #include "backends/scalar/scalar.h"
 #include "backends/x86/bf16_pack.h"
 
-#define KCB 16 // blocks of 32 k per K block (512 values of k)
+#define KCB 32 // blocks of 32 k per K block (1024 values of k)
 #define CHUNK 4
 #define SERIAL_FLOPS 4194304.0
 #define TILE_BF16 512 // bf16 values of one A tile (16 × 32)
@@ -100,8 +101,12 @@ static void pack_a_tiles(int trans, int M, int K, const uint16_t *A, int lda,
 
 // The 32×32 block of C at (m0, n0) [+]= A row blocks mt, mt+1 × B panel
 // over k blocks [kb0, kb1). load: start from C (else from zero).
-static void block(const uint16_t *Ap, int nkb, int mt, const uint32_t *bpanel,
-                  int kb0, int kb1, float *C, int ldc, int mv, int nv, int load)
+// a0, a1: the two A tiles of k block kb0 (row stride as bytes; the next k
+// block step values further on).
+static void block(const uint16_t *a0, const uint16_t *a1, size_t as,
+                  size_t astep, const uint32_t *bpanel, int kb0, int kb1,
+                  float *C, int ldc, int mv, int nv, int load,
+                  const float *Cnext)
 {
     float tmp[32 * 32] __attribute__((aligned(64)));
     const int whole = mv == 32 && nv == 32;
@@ -127,19 +132,23 @@ static void block(const uint16_t *Ap, int nkb, int mt, const uint32_t *bpanel,
         _tile_zero(2);
         _tile_zero(3);
     }
-    const uint16_t *a0 = Ap + ((size_t)mt * nkb + kb0) * TILE_BF16;
-    const uint16_t *a1 = a0 + (size_t)nkb * TILE_BF16;
     const uint32_t *b = bpanel + (size_t)kb0 * 16 * CLEF_BF16_PANEL;
+    int pr = 0;
     for (int kb = kb0; kb < kb1; kb++) {
-        _tile_loadd(4, a0, 64);
+        if (Cnext)
+            for (int q = 0; q < 4 && pr < 64; q++, pr++)
+                _mm_prefetch((const char *)(Cnext + (size_t)(pr >> 1) * ldc +
+                                            16 * (pr & 1)),
+                             _MM_HINT_T0);
+        _tile_loadd(4, a0, as);
         _tile_loadd(6, b, 128);
         _tile_loadd(7, b + 16, 128);
-        _tile_loadd(5, a1, 64);
+        _tile_loadd(5, a1, as);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
-        a0 += TILE_BF16, a1 += TILE_BF16, b += 16 * CLEF_BF16_PANEL;
+        a0 += astep, a1 += astep, b += 16 * CLEF_BF16_PANEL;
     }
     _tile_stored(0, c, ldcb);
     _tile_stored(1, c + 16, ldcb);
@@ -197,8 +206,14 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                     for (int mt = 0; mt < nmt; mt += 2) {
                         const int m0 = 16 * mt;
                         const int mv = M - m0 < 32 ? M - m0 : 32;
-                        block(Ap, nkb, mt, bp, kb0, kb1,
-                              C + (size_t)m0 * ldc + n0, ldc, mv, nv, load);
+                        const float *nx = mt + 2 < nmt
+                                              ? C + (size_t)(m0 + 32) * ldc + n0
+                                              : NULL;
+                        const uint16_t *a0 =
+                            Ap + ((size_t)mt * nkb + kb0) * TILE_BF16;
+                        block(a0, a0 + (size_t)nkb * TILE_BF16, 64, TILE_BF16,
+                              bp, kb0, kb1, C + (size_t)m0 * ldc + n0, ldc, mv,
+                              nv, load, load ? nx : NULL);
                     }
                 }
             }

@@ -33,26 +33,31 @@ static inline __attribute__((always_inline)) void
 ukr(const int mr, int kc, const uint32_t *a, size_t lda32, const uint32_t *b,
     float *C, int ldc, int nv, int add)
 {
+    // mr is a constant at every call (always_inline): the loops over rows
+    // unroll and the accumulators stay in registers
     __m512 acc[MR][2];
+#pragma GCC unroll 12
     for (int r = 0; r < MR; r++)
         acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int kp = 0; kp < kc; kp++) {
         const __m512bh b0 = (__m512bh)_mm512_load_si512(b + 32 * (size_t)kp);
         const __m512bh b1 =
             (__m512bh)_mm512_load_si512(b + 32 * (size_t)kp + 16);
+#pragma GCC unroll 12
         for (int r = 0; r < MR; r++) {
-            if (r >= mr)
-                break;
-            const __m512bh av =
-                (__m512bh)_mm512_set1_epi32((int)a[r * lda32 + kp]);
-            acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
-            acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+            if (r < mr) {
+                const __m512bh av =
+                    (__m512bh)_mm512_set1_epi32((int)a[r * lda32 + kp]);
+                acc[r][0] = _mm512_dpbf16_ps(acc[r][0], av, b0);
+                acc[r][1] = _mm512_dpbf16_ps(acc[r][1], av, b1);
+            }
         }
     }
     const __mmask16 m0 = bf16_mask16(nv), m1 = bf16_mask16(nv - 16);
+#pragma GCC unroll 12
     for (int r = 0; r < MR; r++) {
         if (r >= mr)
-            break;
+            continue;
         float *c = C + (size_t)r * ldc;
         __m512 c0 = acc[r][0], c1 = acc[r][1];
         if (add) {

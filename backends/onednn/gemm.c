@@ -7,6 +7,9 @@
 //   gemm_tn  src Aᵀ: (M,K) strides {1,lda} weights B:  (K,N) strides {ldb,1}
 //   dst C (M,N) strides {ldc,1}
 // accumulate = 1 appends a sum post-op (C = A·B + 1·C).
+// The bf16 GEMMs (kernels.h gemm_bf16_*) are the same primitives with bf16
+// src and weights (ld in bf16 values) and an f32 dst: oneDNN picks its AMX
+// or AVX512-BF16 brgemm kernels where the CPU has them.
 //
 // Threads: each primitive runs on one thread (onednn_int.h). A GEMM of at
 // least SERIAL_FLOPS is cut into blocks of C, along the longer of M and N,
@@ -33,6 +36,18 @@
 
 enum { MD_SRC, MD_WEI, MD_DST };
 
+// The f32 layout of a kind (ONEDNN_GEMM_NT/NN/TN) and whether it is bf16.
+static int is_bf16(int kind)
+{
+    return kind >= ONEDNN_GEMM_BF16_NT && kind <= ONEDNN_GEMM_BF16_TN;
+}
+
+static int layout_of(int kind)
+{
+    return is_bf16(kind) ? ONEDNN_GEMM_NT + (kind - ONEDNN_GEMM_BF16_NT)
+                         : kind;
+}
+
 static int build_matmul(clef_onednn_prim *p)
 {
     const clef_onednn_key *k = &p->key;
@@ -40,12 +55,14 @@ static int build_matmul(clef_onednn_prim *p)
     int64_t lda = k->d[3], ldb = k->d[4], ldc = k->d[5];
     dnnl_dims_t sd = {M, K}, wd = {K, N}, dd = {M, N};
     dnnl_dims_t ss = {lda, 1}, ws = {ldb, 1}, ds = {ldc, 1};
-    if (k->kind == ONEDNN_GEMM_NT)
+    const int layout = layout_of(k->kind);
+    const dnnl_data_type_t in = is_bf16(k->kind) ? dnnl_bf16 : dnnl_f32;
+    if (layout == ONEDNN_GEMM_NT)
         ws[0] = 1, ws[1] = ldb;
-    if (k->kind == ONEDNN_GEMM_TN)
+    if (layout == ONEDNN_GEMM_TN)
         ss[0] = 1, ss[1] = lda;
-    if (dnnl_memory_desc_init_by_strides(&p->md[MD_SRC], 2, sd, dnnl_f32, ss) ||
-        dnnl_memory_desc_init_by_strides(&p->md[MD_WEI], 2, wd, dnnl_f32, ws) ||
+    if (dnnl_memory_desc_init_by_strides(&p->md[MD_SRC], 2, sd, in, ss) ||
+        dnnl_memory_desc_init_by_strides(&p->md[MD_WEI], 2, wd, in, ws) ||
         dnnl_memory_desc_init_by_strides(&p->md[MD_DST], 2, dd, dnnl_f32, ds))
         return -1;
 
@@ -99,7 +116,9 @@ static int gemm_blocks(int M, int N, int K, int *split_n, int *len)
 // whole; NULL when oneDNN refused the shape).
 typedef struct gemm_job {
     int kind, M, N, K, lda, ldb, ldc, accumulate;
-    const float *A, *B;
+    int layout;  // ONEDNN_GEMM_NT/NN/TN
+    size_t esz;  // bytes of an element of A and B (4, or 2 for bf16)
+    const char *A, *B;
     float *C;
     int nb, split_n, len;
     clef_onednn_prim *whole, *last;
@@ -119,13 +138,13 @@ static clef_onednn_prim *acquire(const gemm_job *j, int M, int N)
 // C (M,N) = [C +] op(A)·op(B) with p on this thread alone, else (oneDNN
 // refused the shape) with the best hand-written kernel.
 static void gemm_run(const gemm_job *j, const clef_onednn_prim *p, int M,
-                     int N, const float *A, const float *B, float *C)
+                     int N, const char *A, const char *B, float *C)
 {
     int rc = -1;
     if (p) {
         clef_onednn_arg args[] = {
-            {DNNL_ARG_SRC, MD_SRC, A},
-            {DNNL_ARG_WEIGHTS, MD_WEI, B},
+            {DNNL_ARG_SRC, MD_SRC, (void *)A},
+            {DNNL_ARG_WEIGHTS, MD_WEI, (void *)B},
             {DNNL_ARG_DST, MD_DST, C},
         };
         int saved = clef_onednn_threads_begin();
@@ -135,10 +154,20 @@ static void gemm_run(const gemm_job *j, const clef_onednn_prim *p, int M,
     if (rc == 0)
         return;
     const clef_kernels *f = clef_onednn_fallback();
-    clef_gemm_fn fn = j->kind == ONEDNN_GEMM_NT   ? f->gemm_nt
-                      : j->kind == ONEDNN_GEMM_NN ? f->gemm_nn
-                                                  : f->gemm_tn;
-    fn(M, N, j->K, A, j->lda, B, j->ldb, C, j->ldc, j->accumulate);
+    if (is_bf16(j->kind)) {
+        clef_gemm_bf16_fn fn = j->layout == ONEDNN_GEMM_NT ? f->gemm_bf16_nt
+                               : j->layout == ONEDNN_GEMM_NN
+                                   ? f->gemm_bf16_nn
+                                   : f->gemm_bf16_tn;
+        fn(M, N, j->K, (const uint16_t *)A, j->lda, (const uint16_t *)B,
+           j->ldb, C, j->ldc, j->accumulate);
+        return;
+    }
+    clef_gemm_fn fn = j->layout == ONEDNN_GEMM_NT   ? f->gemm_nt
+                      : j->layout == ONEDNN_GEMM_NN ? f->gemm_nn
+                                                    : f->gemm_tn;
+    fn(M, N, j->K, (const float *)A, j->lda, (const float *)B, j->ldb, C,
+       j->ldc, j->accumulate);
 }
 
 // Block i: its rows or columns of C, and of A or B.
@@ -148,18 +177,20 @@ static void gemm_block(const gemm_job *j, int i)
     const size_t o = (size_t)i * j->len;
     if (j->split_n) { // C (M, n) = op(A) · op(B)[:, o:o+n]
         const int n = i == j->nb - 1 ? j->N - (int)o : j->len;
-        const float *B = j->B + (j->kind == ONEDNN_GEMM_NT ? o * j->ldb : o);
+        const char *B =
+            j->B + (j->layout == ONEDNN_GEMM_NT ? o * j->ldb : o) * j->esz;
         gemm_run(j, p, j->M, n, j->A, B, j->C + o);
     } else { // C (m, N) = op(A)[o:o+m, :] · op(B)
         const int m = i == j->nb - 1 ? j->M - (int)o : j->len;
-        const float *A = j->A + (j->kind == ONEDNN_GEMM_TN ? o : o * j->lda);
+        const char *A =
+            j->A + (j->layout == ONEDNN_GEMM_TN ? o : o * j->lda) * j->esz;
         gemm_run(j, p, m, j->N, A, j->B, j->C + o * j->ldc);
     }
 }
 
 // C (M,N) = [C +] op(A)·op(B) for the layout `kind`; see the table above.
-static void gemm_onednn(int kind, int M, int N, int K, const float *A,
-                        int lda, const float *B, int ldb, float *C, int ldc,
+static void gemm_onednn(int kind, int M, int N, int K, const void *A,
+                        int lda, const void *B, int ldb, float *C, int ldc,
                         int accumulate)
 {
     if (M <= 0 || N <= 0)
@@ -172,6 +203,8 @@ static void gemm_onednn(int kind, int M, int N, int K, const float *A,
     }
     gemm_job j = {.kind = kind, .M = M, .N = N, .K = K, .lda = lda,
                   .ldb = ldb, .ldc = ldc, .accumulate = accumulate,
+                  .layout = layout_of(kind),
+                  .esz = is_bf16(kind) ? sizeof(uint16_t) : sizeof(float),
                   .A = A, .B = B, .C = C};
     j.nb = gemm_blocks(M, N, K, &j.split_n, &j.len);
     const int dim = j.split_n ? N : M, rest = dim - (j.nb - 1) * j.len;
@@ -213,4 +246,28 @@ void clef_f32_gemm_tn__onednn(int M, int N, int K, const float *A, int lda,
                               int accumulate)
 {
     gemm_onednn(ONEDNN_GEMM_TN, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+void clef_bf16_gemm_nt__onednn(int M, int N, int K, const uint16_t *A,
+                               int lda, const uint16_t *B, int ldb, float *C,
+                               int ldc, int accumulate)
+{
+    gemm_onednn(ONEDNN_GEMM_BF16_NT, M, N, K, A, lda, B, ldb, C, ldc,
+                accumulate);
+}
+
+void clef_bf16_gemm_nn__onednn(int M, int N, int K, const uint16_t *A,
+                               int lda, const uint16_t *B, int ldb, float *C,
+                               int ldc, int accumulate)
+{
+    gemm_onednn(ONEDNN_GEMM_BF16_NN, M, N, K, A, lda, B, ldb, C, ldc,
+                accumulate);
+}
+
+void clef_bf16_gemm_tn__onednn(int M, int N, int K, const uint16_t *A,
+                               int lda, const uint16_t *B, int ldb, float *C,
+                               int ldc, int accumulate)
+{
+    gemm_onednn(ONEDNN_GEMM_BF16_TN, M, N, K, A, lda, B, ldb, C, ldc,
+                accumulate);
 }

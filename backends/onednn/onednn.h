@@ -31,6 +31,10 @@ void clef_f32_gemm_nn__onednn(int M, int N, int K, const float *A, int lda,
 void clef_f32_gemm_tn__onednn(int M, int N, int K, const float *A, int lda,
                               const float *B, int ldb, float *C, int ldc,
                               int accumulate);
+// bf16 src and weights, f32 dst (kernels.h gemm_bf16_*)
+clef_gemm_bf16_t clef_bf16_gemm_nt__onednn;
+clef_gemm_bf16_t clef_bf16_gemm_nn__onednn;
+clef_gemm_bf16_t clef_bf16_gemm_tn__onednn;
 void clef_f32_layernorm_fwd__onednn(int rows, int n, const float *x,
                                     const float *gamma, const float *beta,
                                     float *y, float *xhat, float *rstd);

@@ -33,6 +33,9 @@ enum {
     ONEDNN_GELU_BWD,
     ONEDNN_SOFTMAX_FWD,
     ONEDNN_SOFTMAX_BWD,
+    ONEDNN_GEMM_BF16_NT, // the same three layouts, bf16 src and weights
+    ONEDNN_GEMM_BF16_NN,
+    ONEDNN_GEMM_BF16_TN,
 };
 
 #define ONEDNN_KEY_DIMS 6

@@ -18,10 +18,15 @@
 
 // An op oneDNN lacks stays NULL here; the selector (scheduler/registry.c)
 // gives it the best hand-written kernel.
+#define BF16(op) .gemm_bf16_##op = clef_bf16_gemm_##op##__onednn,
+#define BF16_NAME(op)                                                          \
+    [CLEF_OP_gemm_bf16_##op] = "clef_bf16_gemm_" #op "__onednn",
+#define ONEDNN_BF16_OPS(X) X(nt) X(nn) X(tn)
 clef_kernels clef_onednn_table = {
     .backend = "onednn",
     ONEDNN_OPS(NATIVE)
-    .names = {ONEDNN_OPS(NATIVE_NAME)},
+    ONEDNN_BF16_OPS(BF16)
+    .names = {ONEDNN_OPS(NATIVE_NAME) ONEDNN_BF16_OPS(BF16_NAME)},
 };
 // clang-format on
 

@@ -19,8 +19,8 @@
 //   op(A) = A (M,K) (nt, nn): row copies;  op(A) = Aᵀ, A (K,M) (tn): pairs of
 //   rows of A interleaved into dwords, scattered to the rows of the pack.
 //   op(B) = Bᵀ, B (N,K) (nt): each dword is two consecutive values of a row
-//   of B, gathered across 16 rows;  op(B) = B (K,N) (nn, tn): pairs of rows
-//   of B interleaved.
+//   of B: 16×16 blocks of dwords from 16 rows, transposed;  op(B) = B (K,N)
+//   (nn, tn): pairs of rows of B interleaved.
 #ifndef CLEF_X86_BF16_PACK_H
 #define CLEF_X86_BF16_PACK_H
 
@@ -89,38 +89,69 @@ static inline void bf16_pack_a(int trans, int M, int K, const uint16_t *A,
     }
 }
 
+// r[i] (16 dwords each) := column i of the 16×16 dword matrix r.
+static inline void bf16_transpose16(__m512i r[16])
+{
+    __m512i t[16], u[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    // u[4g + j], lane L: column 4L + j of rows 4g .. 4g+3
+    for (int g = 0; g < 16; g += 4) {
+        u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+        u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+        u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+        u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+    }
+    for (int j = 0; j < 4; j++) {
+        const __m512i x0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44);
+        const __m512i x1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);
+        const __m512i y0 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44);
+        const __m512i y1 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
+        r[j] = _mm512_shuffle_i32x4(x0, y0, 0x88);
+        r[4 + j] = _mm512_shuffle_i32x4(x0, y0, 0xdd);
+        r[8 + j] = _mm512_shuffle_i32x4(x1, y1, 0x88);
+        r[12 + j] = _mm512_shuffle_i32x4(x1, y1, 0xdd);
+    }
+}
+
 // Panels [p0, p1) of the B pack. trans 1: B (N,K) (nt); 0: B (K,N).
 static inline void bf16_pack_b(int trans, int N, int K, const uint16_t *B,
                                int ldb, uint32_t *Bp, int KPp, int p0, int p1)
 {
-    const int kfull = K / 2; // pairs with both values inside K
-    const __m512i rows = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32((int)((size_t)ldb * sizeof(uint16_t))));
     for (int p = p0; p < p1; p++) {
         uint32_t *d = Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
         const int n0 = p * CLEF_BF16_PANEL;
         for (int h = 0; h < 2; h++) {
             const int nb = n0 + 16 * h, nn = N - nb; // valid columns
-            const __mmask16 m = bf16_mask16(nn);
             uint32_t *dh = d + 16 * h;
             if (trans) {
-                // rows nb.. of B: dword kp of each, 16 rows at a time
-                int kp = 0;
-                if (nn > 0)
-                    for (; kp < kfull; kp++) {
-                        const __m512i v = _mm512_mask_i32gather_epi32(
-                            _mm512_setzero_si512(), m, rows,
-                            B + (size_t)nb * ldb + 2 * kp, 1);
-                        _mm512_store_si512(dh + (size_t)kp * CLEF_BF16_PANEL,
-                                           v);
-                    }
-                for (; kp < KPp; kp++) { // odd K's last pair, then zeros
-                    uint32_t *o = dh + (size_t)kp * CLEF_BF16_PANEL;
+                // rows nb.. of B, 16 dwords (32 values of k) each, as a
+                // 16×16 block of dwords transposed: row kp of the panel
+                for (int kp0 = 0; kp0 < KPp; kp0 += 16) {
+                    const int nk = K - 2 * kp0; // values of k left
+                    const __mmask32 mk = nk >= 32 ? 0xffffffffu
+                                         : nk <= 0
+                                             ? 0u
+                                             : (__mmask32)((1u << nk) - 1u);
+                    __m512i r[16];
+                    if (2 * kp0 + 128 < K) // the rows 4 blocks ahead
+                        for (int j = 0; j < 16 && j < nn; j++)
+                            _mm_prefetch((const char *)(B +
+                                                        (size_t)(nb + j) * ldb +
+                                                        2 * (size_t)kp0 + 128),
+                                         _MM_HINT_T0);
                     for (int j = 0; j < 16; j++)
-                        o[j] = kp == kfull && 2 * kp < K && j < nn
-                                   ? B[(size_t)(nb + j) * ldb + 2 * kp]
-                                   : 0u;
+                        r[j] = j < nn ? _mm512_maskz_loadu_epi16(
+                                            mk, B + (size_t)(nb + j) * ldb +
+                                                    2 * (size_t)kp0)
+                                      : _mm512_setzero_si512();
+                    bf16_transpose16(r);
+                    const int nrow = KPp - kp0 < 16 ? KPp - kp0 : 16;
+                    for (int i = 0; i < nrow; i++)
+                        _mm512_store_si512(
+                            dh + (size_t)(kp0 + i) * CLEF_BF16_PANEL, r[i]);
                 }
             } else {
                 for (int kp = 0; kp < KPp; kp++) {
