@@ -108,41 +108,46 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
     return b->p;
 }
 
+// The three forms share one body: op(A) is (M, K) stored (ar, ac), op(B)
+// (K, N) stored (br, bc), as kernels.h lays them out.
+enum { NT, NN, TN };
+
+static void mm(const clef_kernels *k, int form, int M, int N, int K,
+               const float *A, int lda, const float *B, int ldb, float *C,
+               int ldc, int acc)
+{
+    if (!k->mm) {
+        const clef_gemm_fn f32 = form == NT   ? k->gemm_nt
+                                 : form == NN ? k->gemm_nn
+                                              : k->gemm_tn;
+        f32(M, N, K, A, lda, B, ldb, C, ldc, acc);
+        return;
+    }
+    const int ar = form == TN ? K : M, ac = form == TN ? M : K;
+    const int br = form == NT ? N : K, bc = form == NT ? K : N;
+    int la, lb;
+    const uint16_t *a = operand(k, 0, ar, ac, A, lda, &la);
+    const uint16_t *b = operand(k, 1, br, bc, B, ldb, &lb);
+    const clef_gemm_bf16_fn b16 = form == NT   ? k->gemm_bf16_nt
+                                  : form == NN ? k->gemm_bf16_nn
+                                               : k->gemm_bf16_tn;
+    b16(M, N, K, a, la, b, lb, C, ldc, acc);
+}
+
 void clef_mm_nt(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc)
 {
-    if (!k->mm) {
-        k->gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, acc);
-        return;
-    }
-    int la, lb;
-    const uint16_t *a = operand(k, 0, M, K, A, lda, &la);
-    const uint16_t *b = operand(k, 1, N, K, B, ldb, &lb);
-    k->gemm_bf16_nt(M, N, K, a, la, b, lb, C, ldc, acc);
+    mm(k, NT, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
 void clef_mm_nn(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc)
 {
-    if (!k->mm) {
-        k->gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, acc);
-        return;
-    }
-    int la, lb;
-    const uint16_t *a = operand(k, 0, M, K, A, lda, &la);
-    const uint16_t *b = operand(k, 1, K, N, B, ldb, &lb);
-    k->gemm_bf16_nn(M, N, K, a, la, b, lb, C, ldc, acc);
+    mm(k, NN, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
 void clef_mm_tn(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc)
 {
-    if (!k->mm) {
-        k->gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, acc);
-        return;
-    }
-    int la, lb;
-    const uint16_t *a = operand(k, 0, K, M, A, lda, &la);
-    const uint16_t *b = operand(k, 1, K, N, B, ldb, &lb);
-    k->gemm_bf16_tn(M, N, K, a, la, b, lb, C, ldc, acc);
+    mm(k, TN, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }

@@ -177,10 +177,7 @@ Test(dropout, update_is_thread_and_subbatch_invariant)
     const size_t n = clef_param_count(&cfg);
     double l1, l2, lsub;
     float *w1 = train(1, NREC, &l1), *w2 = train(2, NREC, &l2);
-    long diff = -1;
-    for (size_t i = 0; i < n && diff < 0; i++)
-        if (memcmp(w1 + i, w2 + i, sizeof(float)))
-            diff = (long)i;
+    const long diff = clef_test_first_diff(w1, w2, n);
     cr_expect(diff < 0, "parameter %ld: %.9g on 1 thread, %.9g on 2", diff,
               diff < 0 ? 0.0 : w1[diff], diff < 0 ? 0.0 : w2[diff]);
     cr_expect_eq(memcmp(&l1, &l2, sizeof l1), 0, "loss %.17g vs %.17g", l1, l2);

@@ -203,10 +203,7 @@ static void check_threads(const char *backend)
     const clef_config cfg = {
         .d = 192, .w = 128, .h = 4, .f = 256, .R = 1, .L = 1};
     run_out a = train(k, 1, 1, 3, &cfg), b = train(k, 1, 2, 3, &cfg);
-    long diff = -1;
-    for (size_t i = 0; i < a.n && diff < 0; i++)
-        if (memcmp(a.w + i, b.w + i, sizeof(float)))
-            diff = (long)i;
+    const long diff = clef_test_first_diff(a.w, b.w, a.n);
     cr_expect(diff < 0,
               "%s bf16: parameter %ld is %.9g on 1 thread, %.9g "
               "on 2",
@@ -274,10 +271,7 @@ Test(precision, records_kept_in_bf16_match_rounded_fp32, .timeout = 60)
         clef_mm_free(&mm);
         clef_ws_free(ws);
     }
-    long diff = -1;
-    for (size_t i = 0; i < r[0].hd.nparams && diff < 0; i++)
-        if (memcmp(w[0] + i, w[1] + i, sizeof(float)))
-            diff = (long)i;
+    const long diff = clef_test_first_diff(w[0], w[1], r[0].hd.nparams);
     cr_expect(diff < 0,
               "parameter %ld: %.9g (rounded fp32 x̂) vs %.9g (bf16 "
               "x̂)",

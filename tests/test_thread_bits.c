@@ -69,15 +69,6 @@ static float *train_bits(const clef_kernels *k, const char *mode, int threads,
     return w;
 }
 
-// The first parameter that differs, or -1.
-static long first_diff(const float *a, const float *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(a + i, b + i, sizeof(float)) != 0)
-            return (long)i;
-    return -1;
-}
-
 static void check_bits(const char *backend, const char *mode)
 {
     const clef_kernels *k = isa_table_or_skip(backend);
@@ -90,7 +81,7 @@ static void check_bits(const char *backend, const char *mode)
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         float *w = train_bits(k, mode, counts[c], &m);
         cr_assert_eq(m, n);
-        long i = first_diff(ref, w, n);
+        long i = clef_test_first_diff(ref, w, n);
         cr_expect(i < 0,
                   "%s (%s): after %d updates, parameter %ld is %.9g on 1 "
                   "thread and %.9g on %d (run %zu)",

@@ -1,4 +1,5 @@
 // Tolerance checks that report the first mismatch.
+#include <string.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -98,4 +99,12 @@ double clef_test_max_abs(const float *x, size_t n)
     for (size_t i = 0; i < n; i++)
         m = fabs((double)x[i]) > m ? fabs((double)x[i]) : m;
     return m;
+}
+
+long clef_test_first_diff(const float *a, const float *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(a + i, b + i, sizeof(float)) != 0)
+            return (long)i;
+    return -1;
 }
