@@ -708,7 +708,8 @@ static int same_as_bf16(const clef_head *master, const clef_head *h2)
     return same;
 }
 
-// The exported weights, reloaded, give the same logits bit for bit (F32);
+// The exported weights, reloaded, give the same logits bit for bit (F32;
+// in a bf16 run: the same parameter bits, as the mirror is the run's);
 // BF16 weights are, value for value, the rounded master weights.
 static int export_parity(train_run *t, const char *path)
 {
@@ -720,6 +721,9 @@ static int export_parity(train_run *t, const char *path)
     int same = 0;
     if (t->c.export_bf16)
         same = same_as_bf16(&t->hd, &h2);
+    else if (t->c.bf16) // same bits in, same logits out: no mirror for h2
+        same = h2.nparams == t->hd.nparams &&
+               !memcmp(h2.params, t->hd.params, sizeof(float) * h2.nparams);
     else if (!cli_evaluate(t->k, &h2, t->pkg, t->ws, &t->o, &ev, &e2)) {
         same = !memcmp(ev.z, t->after.z,
                        ev.zoff[t->pkg->nrecords] * sizeof(float));
