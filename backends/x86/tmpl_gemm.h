@@ -1002,12 +1002,27 @@ static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
 // small stack buffer (a plain transpose, not panel packing) and the row
 // kernels run on it; dot products with horizontal sums would cost more.
 #define GEMM_NT_T_MAX 4096
+// Rows [0, kn) (kn ≤ 8) of Bᵀ for 8 rows of B (ld ldb, the first kn floats
+// read): an 8x8 register transpose, stored to bt (ld N).
+static inline void nt_t8(const float *B, int ldb, int kn, float *bt, int N)
+{
+    v8f r[8];
+    for (int i = 0; i < 8; i++) {
+        const float *row = B + (size_t)i * ldb;
+        r[i] = kn == 8 ? v8_load(row)
+                       : v8_hilo(v8_lo4(row + 4, kn - 4), v8_lo4(row, kn));
+    }
+    transpose8(r);
+    for (int k = 0; k < kn; k++)
+        v8_store(bt + (size_t)k * N, r[k]);
+}
+
 static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
                            const float *B, int ldb, float *C, int ldc, int accum)
 {
     if (K > 32 || (size_t)N * K > GEMM_NT_T_MAX)
         return -1;
-    float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
+    _Alignas(64) float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
     int j = 0;
     if (K <= 4) // 4 rows of B at a time through a 4x4 register transpose
         for (; j + 4 <= N; j += 4) {
@@ -1030,18 +1045,23 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
                 v4_store(d, r0);
             }
         }
-    else if (K <= 8) // 8 rows of B at a time through an 8x8 register transpose
-        for (; j + 8 <= N; j += 8) {
-            v8f r[8];
-            for (int i = 0; i < 8; i++) {
-                const float *row = B + (size_t)(j + i) * ldb;
-                r[i] = K == 8 ? v8_load(row)
-                              : v8_hilo(v8_lo4(row + 4, K - 4), v8_lo4(row, K));
-            }
-            transpose8(r);
-            for (int k = 0; k < K; k++)
-                v8_store(bt + (size_t)k * N + j, r[k]);
-        }
+    else {
+        // K a multiple of 8: VW rows of B per register tile, so that each
+        // row of Bᵀ is written as whole vectors, the ones the row kernels
+        // load next (two 8-float stores under one 16-float load cannot be
+        // forwarded: on AVX-512 the load waited for both to reach L1)
+        if (K % 8 == 0)
+            for (; j + VW <= N; j += VW)
+                for (int k0 = 0; k0 < K; k0 += 8)
+                    vf_tile_in(B + (size_t)j * ldb + k0, (size_t)ldb,
+                               bt + (size_t)k0 * N + j, (size_t)N);
+        // 8 rows of B at a time through an 8x8 register transpose, per
+        // block of 8 columns of B (the last one partial)
+        for (; j + 8 <= N; j += 8)
+            for (int k0 = 0; k0 < K; k0 += 8)
+                nt_t8(B + (size_t)j * ldb + k0, ldb, K - k0 < 8 ? K - k0 : 8,
+                      bt + (size_t)k0 * N + j, N);
+    }
     for (; j < N; j++)
         for (int k = 0; k < K; k++)
             bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
