@@ -914,8 +914,14 @@ static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
 {
     const int KB = gemm_nn_kb(M);
     // column chunks whose C rows (M, chunk) stay in L1 across K blocks
-    int cs = (int)(clef_cpu_l1d() / 2 / (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
-    cs = cs < 1 ? 1 : cs;
+    // (a single strip is one chunk whatever its size: the tiny products
+    // skip the 64-bit division, an eighth of their call)
+    int cs = 1;
+    if (s1 - s0 > 1) {
+        cs = (int)(clef_cpu_l1d() / 2 /
+                   (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
+        cs = cs < 1 ? 1 : cs;
+    }
     for (int c0 = s0; c0 < s1; c0 += cs) {
         const int c1 = s1 - c0 < cs ? s1 : c0 + cs;
         for (int k0 = 0; k0 < K; k0 += KB) {
