@@ -907,12 +907,61 @@ static const float *nn_strip_next(int K, const float *B, int ldb, int KB,
     return B + (size_t)c1 * 2 * VW;
 }
 
+// A few-row nn whose C is one vector wide (R ≤ 4 rows, 4 < w ≤ VW) over
+// K blocks of KB, two blocks side by side: each block's sums are FMA chains
+// that start from zero (only their adds into C are ordered), so the pair
+// gives the FMA latency twice the independent chains, then adds into C in
+// block order. Each element's arithmetic is rows_1v's block by block. Ends
+// after the last whole pair; returns the K it reached.
+#define GEMM_NN_1V_PAIRS(R)                                                    \
+    static int nn_1v_pairs_##R(int K, int KB, const float *A, int lda,         \
+                               const float *B, int ldb, float *C, int ldc,     \
+                               int w, int accum)                               \
+    {                                                                          \
+        int k0 = 0;                                                            \
+        for (; k0 + 2 * KB <= K; k0 += 2 * KB) {                               \
+            vf s[R], t[R];                                                     \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) s[r] = t[r] =  \
+                vf_zero();                                                     \
+            const float *b0 = B + (size_t)k0 * ldb,                            \
+                        *b1 = b0 + (size_t)KB * ldb;                           \
+            for (int k = 0; k < KB; k++) {                                     \
+                vf u = rs_ld(b0 + (size_t)k * ldb, w);                         \
+                vf v = rs_ld(b1 + (size_t)k * ldb, w);                         \
+                const float *a = A + k0 + k;                                   \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)            \
+                {                                                              \
+                    s[r] = vf_fma(vf_set1(a[(size_t)r * lda]), u, s[r]);       \
+                    t[r] = vf_fma(vf_set1(a[(size_t)r * lda + KB]), v, t[r]);  \
+                }                                                              \
+            }                                                                  \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                \
+            {                                                                  \
+                rs_st(C + (size_t)r * ldc, s[r], w, accum || k0 > 0);          \
+                rs_st(C + (size_t)r * ldc, t[r], w, 1);                        \
+            }                                                                  \
+        }                                                                      \
+        return k0;                                                             \
+    }
+GEMM_NN_1V_PAIRS(1) GEMM_NN_1V_PAIRS(2) GEMM_NN_1V_PAIRS(3) GEMM_NN_1V_PAIRS(4)
+typedef int (*gemm_nn_pairs_fn)(int K, int KB, const float *A, int lda,
+                                const float *B, int ldb, float *C, int ldc,
+                                int w, int accum);
+static const gemm_nn_pairs_fn nn_1v_pairs[5] = {
+    NULL, nn_1v_pairs_1, nn_1v_pairs_2, nn_1v_pairs_3, nn_1v_pairs_4};
+
 // Column strips [s0, s1) of a few-row nn: B block by block, C chunks in L1.
 static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
                                 const float *B, int ldb, float *C, int ldc,
                                 int accum, int s0, int s1)
 {
     const int KB = gemm_nn_kb(M);
+    int kp = 0; // K done by block pairs (one vector of C, at least two blocks)
+    if (s0 == 0 && s1 == 1 && N > 4 && N <= VW && M >= 1 && M <= 4 &&
+        K >= 2 * KB) {
+        kp = nn_1v_pairs[M](K, KB, A, lda, B, ldb, C, ldc, N, accum);
+        A += kp, B += (size_t)kp * ldb, K -= kp, accum = 1;
+    }
     // column chunks whose C rows (M, chunk) stay in L1 across K blocks
     // (a single strip is one chunk whatever its size: the tiny products
     // skip the 64-bit division, an eighth of their call)
@@ -988,6 +1037,30 @@ static void gemm_rows_tn_block(int M, int N, int K, const float *A, size_t sak,
     }
 }
 
+// Full 8-row blocks [0, nb) of a short-K tn whose C is one vector wide
+// (4 < N ≤ VW) in one loop: rows_1v_8's arithmetic block by block, without
+// its call per block, which cost about as much as the block at K ≤ 8 (the
+// tiny heads' memory gradients, T rows).
+static void gemm_tn_1v_blocks(int nb, int N, int K, const float *A, size_t sak,
+                              const float *B, int ldb, float *C, int ldc,
+                              int accum)
+{
+    for (int ib = 0; ib < nb; ib++) {
+        const float *a0 = A + (size_t)ib * 8;
+        float *c = C + (size_t)ib * 8 * ldc;
+        vf s[8];
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s[r] = vf_zero();
+        for (int k = 0; k < K; k++) {
+            vf b = rs_ld(B + (size_t)k * ldb, N);
+            const float *a = a0 + k * sak;
+            _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s[r] =
+                vf_fma(vf_set1(a[r]), b, s[r]);
+        }
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+            rs_st(c + (size_t)r * ldc, s[r], N, accum);
+    }
+}
+
 static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
                                const float *B, int ldb, float *C, int ldc,
                                int accum)
@@ -995,7 +1068,12 @@ static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
     const int nblk = (M + gemm_tn_rows(N) - 1) / gemm_tn_rows(N);
     const int nth = gemm_threads(M, N, K);
     if (nth <= 1 || nblk <= 1) {
-        for (int ib = 0; ib < nblk; ib++)
+        int ib = 0;
+        if (N > 4 && N <= VW && gemm_tn_rows(N) == 8) {
+            ib = M / 8;
+            gemm_tn_1v_blocks(ib, N, K, A, sak, B, ldb, C, ldc, accum);
+        }
+        for (; ib < nblk; ib++)
             gemm_rows_tn_block(M, N, K, A, sak, B, ldb, C, ldc, accum, ib);
         return;
     }
