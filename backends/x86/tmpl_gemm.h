@@ -1101,11 +1101,43 @@ static inline void nt_t8(const float *B, int ldb, int kn, float *bt, int N)
         v8_store(bt + (size_t)k * N, r[k]);
 }
 
+#if VW == 8
+// nt with 8 columns and K ≤ 8 on 8-lane vectors (the tiny heads' w × w
+// weights): Bᵀ stays in the registers of its transpose, and each row of C
+// is rows_1v's FMA chain over them (k ascending from zero, then the add
+// into C), without the stack copy, its reload and the row kernels' calls.
+static void gemm_nt_n8_regs(int M, int K, const float *A, int lda,
+                            const float *B, int ldb, float *C, int ldc,
+                            int accum)
+{
+    v8f r[8];
+    for (int i = 0; i < 8; i++) {
+        const float *row = B + (size_t)i * ldb;
+        r[i] = K == 8 ? v8_load(row)
+                      : v8_hilo(v8_lo4(row + 4, K - 4), v8_lo4(row, K));
+    }
+    transpose8(r); // r[k] = row k of Bᵀ
+    for (int i = 0; i < M; i++) {
+        const float *a = A + (size_t)i * lda;
+        vf s = vf_zero();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) if (k < K) s =
+            vf_fma(vf_set1(a[k]), r[k], s);
+        rs_st(C + (size_t)i * ldc, s, 8, accum);
+    }
+}
+#endif
+
 static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
                            const float *B, int ldb, float *C, int ldc, int accum)
 {
     if (K > 32 || (size_t)N * K > GEMM_NT_T_MAX)
         return -1;
+#if VW == 8
+    if (N == 8 && K <= 8) {
+        gemm_nt_n8_regs(M, K, A, lda, B, ldb, C, ldc, accum);
+        return 0;
+    }
+#endif
     _Alignas(64) float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
     int j = 0;
     if (K <= 4) // 4 rows of B at a time through a 4x4 register transpose
