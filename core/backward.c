@@ -727,13 +727,26 @@ static int owned_by_a_pass(const clef_head *hd, const float *g)
     return 0;
 }
 
+// One memset per run of adjacent tensors to clear, and the ~40 pointer
+// compares of owned_by_a_pass only for matrices (every weight it names is
+// one): on a tiny head, per-tensor calls and compares were 3 % of an update.
 void clef_grads_prepare(clef_head *hd)
 {
+    size_t r0 = 0, rn = 0; // the run being gathered
     for (int t = 0; t < hd->ntensors; t++) {
-        float *g = hd->grads + hd->tensors[t].offset;
-        if (!owned_by_a_pass(hd, g))
-            memset(g, 0, sizeof(float) * hd->tensors[t].numel);
+        const clef_tensor_info *ti = &hd->tensors[t];
+        if (ti->ndim == 2 && owned_by_a_pass(hd, hd->grads + ti->offset))
+            continue;
+        if (rn && r0 + rn == ti->offset) {
+            rn += ti->numel;
+            continue;
+        }
+        if (rn)
+            memset(hd->grads + r0, 0, sizeof(float) * rn);
+        r0 = ti->offset, rn = ti->numel;
     }
+    if (rn)
+        memset(hd->grads + r0, 0, sizeof(float) * rn);
 }
 
 void clef_backward_upto_d(const clef_kernels *k, clef_head *hd, clef_ws *ws,

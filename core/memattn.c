@@ -74,6 +74,13 @@ static void reorder(const clef_memattn *ma, const float *src, float *dst,
     );
 }
 
+// 1 when the two row orders are the same rows (one record: head hh, row i
+// at hh·nq + i in both), so an unscaled reorder would only copy.
+static int one_order(const clef_memattn *ma)
+{
+    return ma->nb == 1;
+}
+
 static void to_records(const clef_memattn *ma, const float *src, float *dst,
                        float s)
 {
@@ -155,16 +162,19 @@ void clef_memattn_fwd(const clef_kernels *k, const clef_mem_absorb *ab,
                    scr + (size_t)hh * nq * w, w, 0);
     );
     to_records(ma, scr, qt, attn_scale(dh));
-    // per record: A (h·nq_b, T_b) = softmax(qt_b memᵀ); scr = A mem
+    // per record: A (h·nq_b, T_b) = softmax(qt_b memᵀ); am = A mem, straight
+    // into mt when the row orders coincide
+    float *am = one_order(ma) ? mt : scr;
     CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
         const int q0 = ma->q_off[b], n = h * (ma->q_off[b + 1] - q0);
         const int T = ma->t_off[b + 1] - ma->t_off[b];
         float *A = att + (size_t)h * ma->m_off[b];
         mem_nt(k, ma, b, n, qt + (size_t)h * q0 * w, A, 0);
         k->softmax_fwd(n, T, A, A);
-        mem_nn(k, ma, b, n, A, scr + (size_t)h * q0 * w, 0);
+        mem_nn(k, ma, b, n, A, am + (size_t)h * q0 * w, 0);
     );
-    to_heads(ma, scr, mt, 1.0f);
+    if (am != mt)
+        to_heads(ma, scr, mt, 1.0f);
     // o_h = mt_h W_v,hᵀ + b_v,h
     CLEF_PAR_FOR(par, int, hh, h,
         clef_mm_nt(k, nq, dh, w, mt + (size_t)hh * nq * w, w,
@@ -185,15 +195,18 @@ void clef_memattn_bwd(const clef_kernels *k, const clef_mem_absorb *ab,
     float *gW_k = g.w + (size_t)w * w, *gW_v = g.w + (size_t)2 * w * w;
     float *gb_v = g.b + 2 * w, *scr1 = ab->scr, *scr2 = ab->scr2;
     float *ascr = ab->ascr;
-    // o_h = mt_h W_v,hᵀ + b_v,h: dmt_h = dO_h W_v,h; dW_v,h += dO_hᵀ mt_h
+    // o_h = mt_h W_v,hᵀ + b_v,h: dmt_h = dO_h W_v,h (head-major, straight
+    // into scr2 when the row orders coincide); dW_v,h += dO_hᵀ mt_h
+    float *dmt_h = one_order(ma) ? scr2 : scr1;
     CLEF_PAR_FOR(par, int, hh, h,
         clef_mm_nn(k, nq, w, dh, dO + hh * dh, w, W_v + (size_t)hh * dh * w, w,
-                   scr1 + (size_t)hh * nq * w, w, 0);
+                   dmt_h + (size_t)hh * nq * w, w, 0);
         clef_mm_tn(k, dh, w, nq, dO + hh * dh, w, mt + (size_t)hh * nq * w, w,
                    gW_v + (size_t)hh * dh * w, w, wacc);
     );
     k->colsum(nq, w, dO, gb_v);
-    to_records(ma, scr1, scr2, 1.0f);
+    if (dmt_h != scr2)
+        to_records(ma, scr1, scr2, 1.0f);
     // per record, with dA and dS (h·nq_b, T_b) in its slice of ascr:
     //   dA = dmt memᵀ; dmem += Aᵀ dmt; dS = softmax-back(A, dA);
     //   dqt = dS mem (into scr2); dmem += dSᵀ qt

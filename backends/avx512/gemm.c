@@ -102,39 +102,59 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
 
 GEMM_PREPACK_DEFINE(14x32__avx512)
 
-void clef_f32_gemm_nt_14x32__avx512(int M, int N, int K, const float *A, int lda,
-                                    const float *B, int ldb, float *C, int ldc,
-                                    int accumulate)
+// Each entry hands narrow products to AVX2 and the rest to its wide body,
+// kept out of line: inlined, the body's register saves and stack frame
+// came before the narrow test, on every call of the tiny heads' ~200
+// narrow products per update.
+#define GEMM_ARGS                                                              \
+    int M, int N, int K, const float *A, int lda, const float *B, int ldb,     \
+        float *C, int ldc, int accumulate
+
+static __attribute__((noinline)) void gemm_nt_wide(GEMM_ARGS)
 {
     gemm_layout L = {0, 1};
-    // narrow rows of C (N ≤ 8: the small path transposes B and runs row
-    // kernels N wide) run faster in ymm
-    CLEF_NARROW(N <= 8, clef_f32_gemm_nt_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) || gemm_is_skinny(M) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         if (gemm_nt_small_t(M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
             gemm_nt_small(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
-void clef_f32_gemm_nn_14x32__avx512(int M, int N, int K, const float *A, int lda,
-                                    const float *B, int ldb, float *C, int ldc,
-                                    int accumulate)
+static __attribute__((noinline)) void gemm_nn_wide(GEMM_ARGS)
 {
     gemm_layout L = {0, 0};
-    // narrow rows of C (the tiny head's N = 8) run faster in ymm
-    CLEF_NARROW(N <= 8, clef_f32_gemm_nn_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) || gemm_is_skinny(M) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         gemm_rows_small_nn(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
-void clef_f32_gemm_tn_14x32__avx512(int M, int N, int K, const float *A, int lda,
-                                    const float *B, int ldb, float *C, int ldc,
-                                    int accumulate)
+static __attribute__((noinline)) void gemm_tn_wide(GEMM_ARGS)
 {
     gemm_layout L = {1, 0};
-    CLEF_NARROW(N <= 8, clef_f32_gemm_tn_6x16__avx2(M, N, K, A, lda, B, ldb, C, ldc, accumulate));
     if (gemm_is_small(M, N, K) ||
         gemm_packed(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate) != 0)
         gemm_rows_small_tn(M, N, K, A, (size_t)lda, B, ldb, C, ldc, accumulate);
+}
+
+void clef_f32_gemm_nt_14x32__avx512(GEMM_ARGS)
+{
+    // narrow rows of C (N ≤ 8: the small path transposes B and runs row
+    // kernels N wide) run faster in ymm
+    CLEF_NARROW(N <= 8, clef_f32_gemm_nt_6x16__avx2(M, N, K, A, lda, B, ldb, C,
+                                                    ldc, accumulate));
+    gemm_nt_wide(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+void clef_f32_gemm_nn_14x32__avx512(GEMM_ARGS)
+{
+    // narrow rows of C (the tiny head's N = 8) run faster in ymm
+    CLEF_NARROW(N <= 8, clef_f32_gemm_nn_6x16__avx2(M, N, K, A, lda, B, ldb, C,
+                                                    ldc, accumulate));
+    gemm_nn_wide(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+void clef_f32_gemm_tn_14x32__avx512(GEMM_ARGS)
+{
+    CLEF_NARROW(N <= 8, clef_f32_gemm_tn_6x16__avx2(M, N, K, A, lda, B, ldb, C,
+                                                    ldc, accumulate));
+    gemm_tn_wide(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }

@@ -13,6 +13,19 @@
 static void colsum_cols(int rows, int n, int c, int w, const float *dy,
                         float *db)
 {
+    if (w <= VW) { // one vector: the same adds, the sums in a register
+        vf a = vf_zero();
+        for (int r = 0; r < rows; r++) {
+            const float *g = dy + (size_t)r * n + c;
+            a = vf_add(a, w == VW ? vf_load(g) : vf_loadn(g, w));
+        }
+        float *d = db + c;
+        if (w == VW)
+            vf_store(d, vf_add(vf_load(d), a));
+        else
+            vf_storen(d, vf_add(vf_loadn(d, w), a), w);
+        return;
+    }
     _Alignas(64) float acc[COLSUM_W];
     const int nv = w / VW * VW, t = w - nv;
     for (int i = 0; i < nv; i += VW)

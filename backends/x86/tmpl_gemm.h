@@ -907,15 +907,70 @@ static const float *nn_strip_next(int K, const float *B, int ldb, int KB,
     return B + (size_t)c1 * 2 * VW;
 }
 
+// A few-row nn whose C is one vector wide (R ≤ 4 rows, 4 < w ≤ VW) over
+// K blocks of KB, two blocks side by side: each block's sums are FMA chains
+// that start from zero (only their adds into C are ordered), so the pair
+// gives the FMA latency twice the independent chains, then adds into C in
+// block order. Each element's arithmetic is rows_1v's block by block. Ends
+// after the last whole pair; returns the K it reached.
+#define GEMM_NN_1V_PAIRS(R)                                                    \
+    static int nn_1v_pairs_##R(int K, int KB, const float *A, int lda,         \
+                               const float *B, int ldb, float *C, int ldc,     \
+                               int w, int accum)                               \
+    {                                                                          \
+        int k0 = 0;                                                            \
+        for (; k0 + 2 * KB <= K; k0 += 2 * KB) {                               \
+            vf s[R], t[R];                                                     \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) s[r] = t[r] =  \
+                vf_zero();                                                     \
+            const float *b0 = B + (size_t)k0 * ldb,                            \
+                        *b1 = b0 + (size_t)KB * ldb;                           \
+            for (int k = 0; k < KB; k++) {                                     \
+                vf u = rs_ld(b0 + (size_t)k * ldb, w);                         \
+                vf v = rs_ld(b1 + (size_t)k * ldb, w);                         \
+                const float *a = A + k0 + k;                                   \
+                _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)            \
+                {                                                              \
+                    s[r] = vf_fma(vf_set1(a[(size_t)r * lda]), u, s[r]);       \
+                    t[r] = vf_fma(vf_set1(a[(size_t)r * lda + KB]), v, t[r]);  \
+                }                                                              \
+            }                                                                  \
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)                \
+            {                                                                  \
+                rs_st(C + (size_t)r * ldc, s[r], w, accum || k0 > 0);          \
+                rs_st(C + (size_t)r * ldc, t[r], w, 1);                        \
+            }                                                                  \
+        }                                                                      \
+        return k0;                                                             \
+    }
+GEMM_NN_1V_PAIRS(1) GEMM_NN_1V_PAIRS(2) GEMM_NN_1V_PAIRS(3) GEMM_NN_1V_PAIRS(4)
+typedef int (*gemm_nn_pairs_fn)(int K, int KB, const float *A, int lda,
+                                const float *B, int ldb, float *C, int ldc,
+                                int w, int accum);
+static const gemm_nn_pairs_fn nn_1v_pairs[5] = {
+    NULL, nn_1v_pairs_1, nn_1v_pairs_2, nn_1v_pairs_3, nn_1v_pairs_4};
+
 // Column strips [s0, s1) of a few-row nn: B block by block, C chunks in L1.
 static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
                                 const float *B, int ldb, float *C, int ldc,
                                 int accum, int s0, int s1)
 {
     const int KB = gemm_nn_kb(M);
+    int kp = 0; // K done by block pairs (one vector of C, at least two blocks)
+    if (s0 == 0 && s1 == 1 && N > 4 && N <= VW && M >= 1 && M <= 4 &&
+        K >= 2 * KB) {
+        kp = nn_1v_pairs[M](K, KB, A, lda, B, ldb, C, ldc, N, accum);
+        A += kp, B += (size_t)kp * ldb, K -= kp, accum = 1;
+    }
     // column chunks whose C rows (M, chunk) stay in L1 across K blocks
-    int cs = (int)(clef_cpu_l1d() / 2 / (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
-    cs = cs < 1 ? 1 : cs;
+    // (a single strip is one chunk whatever its size: the tiny products
+    // skip the 64-bit division, an eighth of their call)
+    int cs = 1;
+    if (s1 - s0 > 1) {
+        cs = (int)(clef_cpu_l1d() / 2 /
+                   (sizeof(float) * 2 * VW * (M > 0 ? M : 1)));
+        cs = cs < 1 ? 1 : cs;
+    }
     for (int c0 = s0; c0 < s1; c0 += cs) {
         const int c1 = s1 - c0 < cs ? s1 : c0 + cs;
         for (int k0 = 0; k0 < K; k0 += KB) {
@@ -982,6 +1037,30 @@ static void gemm_rows_tn_block(int M, int N, int K, const float *A, size_t sak,
     }
 }
 
+// Full 8-row blocks [0, nb) of a short-K tn whose C is one vector wide
+// (4 < N ≤ VW) in one loop: rows_1v_8's arithmetic block by block, without
+// its call per block, which cost about as much as the block at K ≤ 8 (the
+// tiny heads' memory gradients, T rows).
+static void gemm_tn_1v_blocks(int nb, int N, int K, const float *A, size_t sak,
+                              const float *B, int ldb, float *C, int ldc,
+                              int accum)
+{
+    for (int ib = 0; ib < nb; ib++) {
+        const float *a0 = A + (size_t)ib * 8;
+        float *c = C + (size_t)ib * 8 * ldc;
+        vf s[8];
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s[r] = vf_zero();
+        for (int k = 0; k < K; k++) {
+            vf b = rs_ld(B + (size_t)k * ldb, N);
+            const float *a = a0 + k * sak;
+            _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) s[r] =
+                vf_fma(vf_set1(a[r]), b, s[r]);
+        }
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+            rs_st(c + (size_t)r * ldc, s[r], N, accum);
+    }
+}
+
 static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
                                const float *B, int ldb, float *C, int ldc,
                                int accum)
@@ -989,7 +1068,12 @@ static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
     const int nblk = (M + gemm_tn_rows(N) - 1) / gemm_tn_rows(N);
     const int nth = gemm_threads(M, N, K);
     if (nth <= 1 || nblk <= 1) {
-        for (int ib = 0; ib < nblk; ib++)
+        int ib = 0;
+        if (N > 4 && N <= VW && gemm_tn_rows(N) == 8) {
+            ib = M / 8;
+            gemm_tn_1v_blocks(ib, N, K, A, sak, B, ldb, C, ldc, accum);
+        }
+        for (; ib < nblk; ib++)
             gemm_rows_tn_block(M, N, K, A, sak, B, ldb, C, ldc, accum, ib);
         return;
     }
@@ -1002,12 +1086,59 @@ static void gemm_rows_small_tn(int M, int N, int K, const float *A, size_t sak,
 // small stack buffer (a plain transpose, not panel packing) and the row
 // kernels run on it; dot products with horizontal sums would cost more.
 #define GEMM_NT_T_MAX 4096
+// Rows [0, kn) (kn ≤ 8) of Bᵀ for 8 rows of B (ld ldb, the first kn floats
+// read): an 8x8 register transpose, stored to bt (ld N).
+static inline void nt_t8(const float *B, int ldb, int kn, float *bt, int N)
+{
+    v8f r[8];
+    for (int i = 0; i < 8; i++) {
+        const float *row = B + (size_t)i * ldb;
+        r[i] = kn == 8 ? v8_load(row)
+                       : v8_hilo(v8_lo4(row + 4, kn - 4), v8_lo4(row, kn));
+    }
+    transpose8(r);
+    for (int k = 0; k < kn; k++)
+        v8_store(bt + (size_t)k * N, r[k]);
+}
+
+#if VW == 8
+// nt with 8 columns and K ≤ 8 on 8-lane vectors (the tiny heads' w × w
+// weights): Bᵀ stays in the registers of its transpose, and each row of C
+// is rows_1v's FMA chain over them (k ascending from zero, then the add
+// into C), without the stack copy, its reload and the row kernels' calls.
+static void gemm_nt_n8_regs(int M, int K, const float *A, int lda,
+                            const float *B, int ldb, float *C, int ldc,
+                            int accum)
+{
+    v8f r[8];
+    for (int i = 0; i < 8; i++) {
+        const float *row = B + (size_t)i * ldb;
+        r[i] = K == 8 ? v8_load(row)
+                      : v8_hilo(v8_lo4(row + 4, K - 4), v8_lo4(row, K));
+    }
+    transpose8(r); // r[k] = row k of Bᵀ
+    for (int i = 0; i < M; i++) {
+        const float *a = A + (size_t)i * lda;
+        vf s = vf_zero();
+        _Pragma("GCC unroll 8") for (int k = 0; k < 8; k++) if (k < K) s =
+            vf_fma(vf_set1(a[k]), r[k], s);
+        rs_st(C + (size_t)i * ldc, s, 8, accum);
+    }
+}
+#endif
+
 static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
                            const float *B, int ldb, float *C, int ldc, int accum)
 {
     if (K > 32 || (size_t)N * K > GEMM_NT_T_MAX)
         return -1;
-    float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
+#if VW == 8
+    if (N == 8 && K <= 8) {
+        gemm_nt_n8_regs(M, K, A, lda, B, ldb, C, ldc, accum);
+        return 0;
+    }
+#endif
+    _Alignas(64) float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
     int j = 0;
     if (K <= 4) // 4 rows of B at a time through a 4x4 register transpose
         for (; j + 4 <= N; j += 4) {
@@ -1030,18 +1161,23 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
                 v4_store(d, r0);
             }
         }
-    else if (K <= 8) // 8 rows of B at a time through an 8x8 register transpose
-        for (; j + 8 <= N; j += 8) {
-            v8f r[8];
-            for (int i = 0; i < 8; i++) {
-                const float *row = B + (size_t)(j + i) * ldb;
-                r[i] = K == 8 ? v8_load(row)
-                              : v8_hilo(v8_lo4(row + 4, K - 4), v8_lo4(row, K));
-            }
-            transpose8(r);
-            for (int k = 0; k < K; k++)
-                v8_store(bt + (size_t)k * N + j, r[k]);
-        }
+    else {
+        // K a multiple of 8: VW rows of B per register tile, so that each
+        // row of Bᵀ is written as whole vectors, the ones the row kernels
+        // load next (two 8-float stores under one 16-float load cannot be
+        // forwarded: on AVX-512 the load waited for both to reach L1)
+        if (K % 8 == 0)
+            for (; j + VW <= N; j += VW)
+                for (int k0 = 0; k0 < K; k0 += 8)
+                    vf_tile_in(B + (size_t)j * ldb + k0, (size_t)ldb,
+                               bt + (size_t)k0 * N + j, (size_t)N);
+        // 8 rows of B at a time through an 8x8 register transpose, per
+        // block of 8 columns of B (the last one partial)
+        for (; j + 8 <= N; j += 8)
+            for (int k0 = 0; k0 < K; k0 += 8)
+                nt_t8(B + (size_t)j * ldb + k0, ldb, K - k0 < 8 ? K - k0 : 8,
+                      bt + (size_t)k0 * N + j, N);
+    }
     for (; j < N; j++)
         for (int k = 0; k < K; k++)
             bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
