@@ -44,8 +44,7 @@ static int is_bf16(int kind)
 
 static int layout_of(int kind)
 {
-    return is_bf16(kind) ? ONEDNN_GEMM_NT + (kind - ONEDNN_GEMM_BF16_NT)
-                         : kind;
+    return is_bf16(kind) ? ONEDNN_GEMM_NT + (kind - ONEDNN_GEMM_BF16_NT) : kind;
 }
 
 static int build_matmul(clef_onednn_prim *p)
@@ -116,8 +115,8 @@ static int gemm_blocks(int M, int N, int K, int *split_n, int *len)
 // whole; NULL when oneDNN refused the shape).
 typedef struct gemm_job {
     int kind, M, N, K, lda, ldb, ldc, accumulate;
-    int layout;  // ONEDNN_GEMM_NT/NN/TN
-    size_t esz;  // bytes of an element of A and B (4, or 2 for bf16)
+    int layout; // ONEDNN_GEMM_NT/NN/TN
+    size_t esz; // bytes of an element of A and B (4, or 2 for bf16)
     const char *A, *B;
     float *C;
     int nb, split_n, len;
@@ -137,8 +136,8 @@ static clef_onednn_prim *acquire(const gemm_job *j, int M, int N)
 
 // C (M,N) = [C +] op(A)·op(B) with p on this thread alone, else (oneDNN
 // refused the shape) with the best hand-written kernel.
-static void gemm_run(const gemm_job *j, const clef_onednn_prim *p, int M,
-                     int N, const char *A, const char *B, float *C)
+static void gemm_run(const gemm_job *j, const clef_onednn_prim *p, int M, int N,
+                     const char *A, const char *B, float *C)
 {
     int rc = -1;
     if (p) {
@@ -155,12 +154,11 @@ static void gemm_run(const gemm_job *j, const clef_onednn_prim *p, int M,
         return;
     const clef_kernels *f = clef_onednn_fallback();
     if (is_bf16(j->kind)) {
-        clef_gemm_bf16_fn fn = j->layout == ONEDNN_GEMM_NT ? f->gemm_bf16_nt
-                               : j->layout == ONEDNN_GEMM_NN
-                                   ? f->gemm_bf16_nn
-                                   : f->gemm_bf16_tn;
-        fn(M, N, j->K, (const uint16_t *)A, j->lda, (const uint16_t *)B,
-           j->ldb, C, j->ldc, j->accumulate);
+        clef_gemm_bf16_fn fn = j->layout == ONEDNN_GEMM_NT   ? f->gemm_bf16_nt
+                               : j->layout == ONEDNN_GEMM_NN ? f->gemm_bf16_nn
+                                                             : f->gemm_bf16_tn;
+        fn(M, N, j->K, (const uint16_t *)A, j->lda, (const uint16_t *)B, j->ldb,
+           C, j->ldc, j->accumulate);
         return;
     }
     clef_gemm_fn fn = j->layout == ONEDNN_GEMM_NT   ? f->gemm_nt
@@ -189,8 +187,8 @@ static void gemm_block(const gemm_job *j, int i)
 }
 
 // C (M,N) = [C +] op(A)·op(B) for the layout `kind`; see the table above.
-static void gemm_onednn(int kind, int M, int N, int K, const void *A,
-                        int lda, const void *B, int ldb, float *C, int ldc,
+static void gemm_onednn(int kind, int M, int N, int K, const void *A, int lda,
+                        const void *B, int ldb, float *C, int ldc,
                         int accumulate)
 {
     if (M <= 0 || N <= 0)
@@ -201,17 +199,25 @@ static void gemm_onednn(int kind, int M, int N, int K, const void *A,
                 memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
         return;
     }
-    gemm_job j = {.kind = kind, .M = M, .N = N, .K = K, .lda = lda,
-                  .ldb = ldb, .ldc = ldc, .accumulate = accumulate,
+    gemm_job j = {.kind = kind,
+                  .M = M,
+                  .N = N,
+                  .K = K,
+                  .lda = lda,
+                  .ldb = ldb,
+                  .ldc = ldc,
+                  .accumulate = accumulate,
                   .layout = layout_of(kind),
                   .esz = is_bf16(kind) ? sizeof(uint16_t) : sizeof(float),
-                  .A = A, .B = B, .C = C};
+                  .A = A,
+                  .B = B,
+                  .C = C};
     j.nb = gemm_blocks(M, N, K, &j.split_n, &j.len);
     const int dim = j.split_n ? N : M, rest = dim - (j.nb - 1) * j.len;
     j.whole = acquire(&j, j.split_n ? M : j.len, j.split_n ? j.len : N);
-    j.last = rest == j.len ? j.whole
-                           : acquire(&j, j.split_n ? M : rest,
-                                     j.split_n ? rest : N);
+    j.last = rest == j.len
+                 ? j.whole
+                 : acquire(&j, j.split_n ? M : rest, j.split_n ? rest : N);
     // each block writes its own part of C; no region of one thread, none
     // nested (core/par.h)
     if (j.nb > 1 && omp_get_max_threads() > 1 && !omp_in_parallel()) {
@@ -248,25 +254,25 @@ void clef_f32_gemm_tn__onednn(int M, int N, int K, const float *A, int lda,
     gemm_onednn(ONEDNN_GEMM_TN, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
-void clef_bf16_gemm_nt__onednn(int M, int N, int K, const uint16_t *A,
-                               int lda, const uint16_t *B, int ldb, float *C,
-                               int ldc, int accumulate)
+void clef_bf16_gemm_nt__onednn(int M, int N, int K, const uint16_t *A, int lda,
+                               const uint16_t *B, int ldb, float *C, int ldc,
+                               int accumulate)
 {
     gemm_onednn(ONEDNN_GEMM_BF16_NT, M, N, K, A, lda, B, ldb, C, ldc,
                 accumulate);
 }
 
-void clef_bf16_gemm_nn__onednn(int M, int N, int K, const uint16_t *A,
-                               int lda, const uint16_t *B, int ldb, float *C,
-                               int ldc, int accumulate)
+void clef_bf16_gemm_nn__onednn(int M, int N, int K, const uint16_t *A, int lda,
+                               const uint16_t *B, int ldb, float *C, int ldc,
+                               int accumulate)
 {
     gemm_onednn(ONEDNN_GEMM_BF16_NN, M, N, K, A, lda, B, ldb, C, ldc,
                 accumulate);
 }
 
-void clef_bf16_gemm_tn__onednn(int M, int N, int K, const uint16_t *A,
-                               int lda, const uint16_t *B, int ldb, float *C,
-                               int ldc, int accumulate)
+void clef_bf16_gemm_tn__onednn(int M, int N, int K, const uint16_t *A, int lda,
+                               const uint16_t *B, int ldb, float *C, int ldc,
+                               int accumulate)
 {
     gemm_onednn(ONEDNN_GEMM_BF16_TN, M, N, K, A, lda, B, ldb, C, ldc,
                 accumulate);
