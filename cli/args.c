@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 
 int cli_flag(int argc, char **argv, int *i, const char *name, int has_value,
              const char **val, clef_err *err)
@@ -125,7 +126,8 @@ int cli_parse_pair(const char *flag, const char *s, double lo, double hi,
 
 int cli_fail(const char *cmd, const clef_err *err)
 {
-    fprintf(stderr, "clef %s: %s\n", cmd, err->msg);
+    if (cli_mpi_rank() == 0) // under MPI: one message, from rank 0
+        fprintf(stderr, "clef %s: %s\n", cmd, err->msg);
     return err->code ? err->code : CLEF_ERR_RUN;
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_mpi.h"
 
 static const char *usage =
     "usage: clef <command> [flags]\n"
@@ -21,7 +22,25 @@ static const char *usage =
     "version and the kernels of this build.\n"
     "exit codes: 0 success, 1 failure while running, 2 bad usage or input.\n";
 
+static int run_command(int argc, char **argv);
+
+// Under mpirun / srun, train and sweep join MPI (cli/mpi.h); a build without
+// MPI refuses every command there (exit 2) rather than run N copies.
 int main(int argc, char **argv)
+{
+    const char *cmd = argc >= 2 ? argv[1] : "";
+    const int dist = !strcmp(cmd, "train") || !strcmp(cmd, "sweep");
+    if (dist || (!cli_mpi_built() && cli_mpi_launched())) {
+        int rc = cli_mpi_start(&argc, &argv);
+        if (rc)
+            return rc;
+    }
+    int rc = run_command(argc, argv);
+    cli_mpi_end();
+    return rc;
+}
+
+static int run_command(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage, stderr);

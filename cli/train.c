@@ -13,8 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_mpi.h"
 #include "mm.h"
 #include "metrics.h"
+#include "scheduler/threads.h"
 #include "safetensors.h"
 #include "train.h"
 #include "weights.h"
@@ -55,9 +57,44 @@ typedef struct train_run {
     int nhist;  // before the step it resumed from, then those it wrote
     long *hbest; // (nhist) their early-stopping best_step: −1 none, −2 unknown
     early_stop es;
+    int dp;      // data-parallel over the MPI ranks (cli/dp.c); else 0
+    cli_dp dpx;  // its buffers
+    double *rss; // (ranks) every rank's peak RSS (MB), for result.json
     char manifest_abs[PATH_MAX], run_abs[PATH_MAX];
     double t0, train_s;
 } train_run;
+
+// ---------------------------------------------------- data-parallel --
+
+// Rank 0 (or the one process) writes every file; the other ranks none.
+static int is_root(const train_run *t) { return !t->dp || cli_mpi_rank() == 0; }
+
+// Every rank's rc agreed on (the first failing rank's message), so that no
+// rank enters a collective the others have left.
+static int agree(const train_run *t, int rc, clef_err *err)
+{
+    return t->dp ? cli_mpi_agree(rc, err) : rc;
+}
+
+// The evaluation of the mask's splits: the records split across the ranks
+// when data-parallel (the same bits as one process).
+static int eval_splits(train_run *t, unsigned mask, cli_eval *ev,
+                       clef_err *err)
+{
+    return (t->dp ? cli_evaluate_ranks : cli_evaluate_splits)(
+        t->k, &t->hd, t->pkg, t->ws, &t->o, mask, ev, err);
+}
+
+// The ranks still hold one state (checked at checkpoints, at the end, and
+// after every update with CLEF_DP_CHECK=1).
+static int dp_check_same(const train_run *t, clef_err *err)
+{
+    if (!t->dp || cli_dp_same_state(&t->hd))
+        return 0;
+    return clef_err_set(err, CLEF_ERR_RUN,
+                        "the MPI ranks' weights differ after step %ld",
+                        t->hd.step);
+}
 
 // ------------------------------------------------------------ checking --
 
@@ -359,6 +396,9 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
         return rc;
     t->k = &t->ktab;
     const train_cfg *c = &t->c;
+    if (t->dp) // ranks side by side on a host: each on cores of its own
+        cli_set_first_core(cli_mpi_local_rank() *
+                           clef_threads_resolve(c->threads, NULL));
     cli_set_threads(c->threads);
     cli_train_opts(c, &t->o);
     if (c->resume && access(c->resume, R_OK) != 0)
@@ -398,13 +438,14 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     if ((rc = es_setup(t, err)))
         return rc;
     // the run dir: absent or empty, or the folder of --resume; writable
-    if ((rc = cli_run_dir_check(c->run_dir, c->resume, err)) ||
-        (rc = cli_outputs_not_inputs(c, t->pkg, err)))
+    // (rank 0's: the only rank that writes)
+    if (is_root(t) && ((rc = cli_run_dir_check(c->run_dir, c->resume, err)) ||
+                       (rc = cli_outputs_not_inputs(c, t->pkg, err))))
         return rc;
     char jdir[PATH_MAX];
-    if (c->json_out)
+    if (c->json_out && is_root(t))
         cli_dirname(c->json_out, jdir, sizeof(jdir));
-    if (c->json_out && !cli_parent_writable(c->json_out) &&
+    if (c->json_out && is_root(t) && !cli_parent_writable(c->json_out) &&
         !same_path_text(jdir, c->run_dir))
         return clef_err_input(err, c->json_out, NULL, "--json-out",
                               "its folder does not exist or is not writable");
@@ -414,7 +455,7 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     clef_ws_limits lim;
     clef_ws_limits_for(t->pkg->records, t->pkg->nrecords, c->batch, &lim);
     t->ws = clef_ws_create_limits(&t->pkg->cfg, &lim);
-    if (!t->ws)
+    if (!t->ws || (t->dp && cli_dp_init(&t->dpx, t->hd.nparams)))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     return cli_memory_attention(t->ws, err);
 }
@@ -781,13 +822,34 @@ static int checkpoint_due(const train_run *t, long step, double last)
            (secs > 0 && cli_now() - last >= secs);
 }
 
+// A checkpoint (rank 0 writes it), then the ranks agree and check that they
+// still hold one state.
+static int checkpoint_all(train_run *t, clef_err *err)
+{
+    int rc = 0;
+    if (is_root(t) && !(rc = save_checkpoint(t, err)))
+        prune_checkpoints(t);
+    rc = agree(t, rc, err);
+    return rc ? rc : dp_check_same(t, err);
+}
+
+static double one_update(train_run *t, const clef_record **recs, int n)
+{
+    if (t->dp)
+        return cli_dp_step(&t->dpx, t->k, &t->hd, recs, n, t->ws, &t->o);
+    return clef_train_step(t->k, &t->hd, recs, n, t->ws, &t->o);
+}
+
 static int train_loop(train_run *t, clef_err *err)
 {
     const clef_record **recs =
         malloc(((size_t)t->c.batch + 1) * sizeof(*recs));
     if (!recs)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
-    progress pb = {.on = isatty(2) && !t->c.quiet, .t0 = cli_now()};
+    progress pb = {.on = isatty(2) && !t->c.quiet && is_root(t),
+                   .t0 = cli_now()};
+    const char *chk = getenv("CLEF_DP_CHECK");
+    const int check_every = t->dp && chk && !strcmp(chk, "1");
     long nb = t->plan.nbatches;
     long epoch = -1;
     double loss = 0;
@@ -803,7 +865,7 @@ static int train_loop(train_run *t, clef_err *err)
         int n = t->plan.boff[b + 1] - t->plan.boff[b];
         for (int i = 0; i < n; i++)
             recs[i] = &t->pkg->records[t->plan.order[t->plan.boff[b] + i]];
-        loss = clef_train_step(t->k, &t->hd, recs, n, t->ws, &t->o);
+        loss = one_update(t, recs, n);
         if (!isfinite(loss)) {
             rc = clef_err_set(err, CLEF_ERR_RUN,
                               "non-finite loss %g at step %ld (epoch %ld)",
@@ -815,13 +877,14 @@ static int train_loop(train_run *t, clef_err *err)
         long step = t->hd.step;
         if (step == t->c.fault_step) // fault injection for the tests
             t->hd.params[t->hd.nparams - 1] = NAN;
+        if (check_every && (rc = dp_check_same(t, err)))
+            break;
         progress_show(&pb, t, step, loss, 0);
         // never the test records: they are run once, after training
         if (t->c.eval_every && step % t->c.eval_every == 0 &&
             (step != t->total_steps || t->es.on)) {
             cli_eval ev;
-            if ((rc = cli_evaluate_splits(t->k, &t->hd, t->pkg, t->ws, &t->o,
-                                          MASK_TRAIN_VALIDATION, &ev, err)))
+            if ((rc = eval_splits(t, MASK_TRAIN_VALIDATION, &ev, err)))
                 break;
             json_array_append_new(t->history,
                                   history_point(t->pkg, step, &ev));
@@ -831,9 +894,8 @@ static int train_loop(train_run *t, clef_err *err)
         }
         if (checkpoint_due(t, step, last_ckpt) && step != t->total_steps &&
             !es_stopped(t)) {
-            if ((rc = save_checkpoint(t, err)))
+            if ((rc = checkpoint_all(t, err)))
                 break;
-            prune_checkpoints(t);
             last_ckpt = cli_now();
         }
     }
@@ -842,6 +904,41 @@ static int train_loop(train_run *t, clef_err *err)
         progress_show(&pb, t, t->hd.step, loss, 1);
     free(recs);
     return rc;
+}
+
+static double peak_rss_mb(void)
+{
+    struct rusage ru; // peak resident set of the process so far (KiB)
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0;
+}
+
+static void rss_gather(train_run *t)
+{
+    free(t->rss);
+    t->rss = malloc((size_t)cli_mpi_size() * sizeof(double));
+    double mine = peak_rss_mb();
+    if (t->rss)
+        cli_mpi_allgather_f64(mine, t->rss);
+    else { // every rank must take part
+        double *tmp = malloc((size_t)cli_mpi_size() * sizeof(double));
+        double one[1];
+        cli_mpi_allgather_f64(mine, tmp ? tmp : one);
+        free(tmp);
+    }
+}
+
+// {"ranks": N, "shards": ..., "peak_rss_mb": [per rank]}, or null.
+static json_t *dp_json(const train_run *t)
+{
+    if (!t->dp)
+        return json_null();
+    json_t *rss = json_array();
+    for (int r = 0; t->rss && r < cli_mpi_size(); r++)
+        json_array_append_new(rss, json_real(t->rss[r]));
+    return json_pack("{s:i, s:s, s:s, s:o}", "ranks", cli_mpi_size(),
+                     "shards", "one record each",
+                     "combine", "record order, fixed for any rank count",
+                     "peak_rss_mb", rss);
 }
 
 static json_t *artifacts_json(const train_run *t, const char *weights)
@@ -907,10 +1004,10 @@ static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
                       "checkpoint_reload", checks[1], "export_parity",
                       checks[2]));
     json_object_set_new(j, "artifacts", artifacts_json(t, weights));
+    json_object_set_new(j, "data_parallel", dp_json(t));
     double total = cli_now() - t->t0;
     long steps = t->hd.step - t->start_step;
-    struct rusage ru; // peak resident set of the process so far (KiB)
-    double peak_mb = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0;
+    double peak_mb = peak_rss_mb();
     json_object_set_new(
         j, "timing",
         json_pack("{s:f, s:f, s:f, s:f}", "total_s", total, "train_s",
@@ -941,8 +1038,7 @@ static int final_history_point(train_run *t, const cli_eval *ev,
         return 0;
     cli_eval own;
     int rc = 0;
-    if (!ev && (rc = cli_evaluate_splits(t->k, &t->hd, t->pkg, t->ws, &t->o,
-                                         MASK_TRAIN_VALIDATION, &own, err)))
+    if (!ev && (rc = eval_splits(t, MASK_TRAIN_VALIDATION, &own, err)))
         return rc;
     json_array_append_new(t->history,
                           history_point(t->pkg, t->hd.step, ev ? ev : &own));
@@ -954,7 +1050,7 @@ static int final_history_point(train_run *t, const cli_eval *ev,
 // Every record, test included, with the weights that are exported.
 static int evaluate_after(train_run *t, clef_err *err)
 {
-    int rc = cli_evaluate(t->k, &t->hd, t->pkg, t->ws, &t->o, &t->after, err);
+    int rc = eval_splits(t, 7u, &t->after, err);
     if (rc)
         return rc;
     for (long i = 0; i < (long)t->after.zoff[t->pkg->nrecords]; i++)
@@ -997,8 +1093,7 @@ static int run(train_run *t, clef_err *err)
     char wpath[PATH_MAX + 32];
     const char *weights = NULL;
     const int es = t->es.on;
-    if ((rc = cli_evaluate(t->k, &t->hd, t->pkg, t->ws, &t->o, &t->before,
-                           err)))
+    if ((rc = eval_splits(t, 7u, &t->before, err)))
         goto out;
     json_array_append_new(t->history,
                           history_point(t->pkg, t->hd.step, &t->before));
@@ -1009,20 +1104,24 @@ static int run(train_run *t, clef_err *err)
         goto out;
     if (es && (rc = final_history_point(t, NULL, err)))
         goto out;
-    if ((rc = save_checkpoint(t, err)))
+    if ((rc = checkpoint_all(t, err)))
         goto out;
-    prune_checkpoints(t);
-    checks[1] = checkpoint_reloads(t);
+    checks[1] = !is_root(t) || checkpoint_reloads(t);
     clef_st_meta meta[2] = {{"package_sha256", t->pkg->sha256},
                             {"provenance", t->pkg->provenance}};
     const int nmeta = t->pkg->provenance ? 2 : 1;
-    if (es && (rc = save_as(t, "last.safetensors", meta, nmeta, err)))
+    if (es && (rc = agree(t, is_root(t) ? save_as(t, "last.safetensors",
+                                                   meta, nmeta, err)
+                                        : 0,
+                          err)))
         goto out;
     if (es && t->es.best_step >= 0)
         memcpy(t->hd.params, t->es.best, t->hd.nparams * sizeof(float));
     if (es && (rc = evaluate_after(t, err)))
         goto out;
     snprintf(wpath, sizeof(wpath), "%s/weights.safetensors", t->c.run_dir);
+    if (!is_root(t)) // the rest writes and checks files: rank 0's
+        goto out;
     if ((rc = save_as(t, "weights.safetensors", meta, nmeta, err)) ||
         (es && (rc = link_as(t, wpath, "best.safetensors", err))))
         goto out;
@@ -1037,6 +1136,10 @@ static int run(train_run *t, clef_err *err)
             break;
         }
 out:;
+    if (t->dp) // rank 0 alone knows whether its files went well
+        rss_gather(t);
+    if (!is_root(t))
+        return agree(t, rc, err);
     json_t *res = result_json(t, rc ? err : NULL, weights ? checks : NULL,
                               weights);
     clef_err werr = {0};
@@ -1046,7 +1149,7 @@ out:;
         *err = werr;
         rc = wrc;
     }
-    return rc;
+    return agree(t, rc, err);
 }
 
 // One short report on stdout (the details are in result.json).
@@ -1074,6 +1177,8 @@ static int train_prepared(train_run *t, clef_err *err)
     t->history = json_array();
     if (!t->history)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    if (!is_root(t)) // writes nothing: no run dir, no history
+        return run(t, err);
     if (!t->shared) {
         t->nfrozen = cli_frozen_hashes(t->pkg, NULL);
         if (!(t->frozen = cli_alloc_hashes(t->nfrozen)))
@@ -1102,6 +1207,8 @@ static void train_run_free(train_run *t)
     cli_eval_free(&t->before);
     cli_eval_free(&t->after);
     cli_plan_free(&t->plan);
+    cli_dp_free(&t->dpx);
+    free(t->rss);
     if (t->ws)
         clef_ws_free(t->ws);
     clef_mm_free(&t->mm);
@@ -1120,10 +1227,11 @@ int cli_train_with(int argc, char **argv, const clef_package *shared,
     t->t0 = cli_now();
     t->shared = shared != NULL;
     t->pkg = shared;
-    int rc = prepare(t, argc, argv, err);
+    t->dp = !shared && cli_mpi_on(); // a sweep's runs are each one process
+    int rc = agree(t, prepare(t, argc, argv, err), err); // exit 2 on all
     if (!rc && !check_only)
         rc = train_prepared(t, err);
-    if (!rc && !shared && !check_only)
+    if (!rc && !shared && !check_only && is_root(t))
         print_summary(t);
     train_run_free(t);
     return rc;

@@ -62,6 +62,37 @@ int cli_evaluate_splits(const clef_kernels *k, const clef_head *hd,
                         const clef_package *pkg, clef_ws *ws,
                         const clef_train_opts *o, unsigned mask,
                         cli_eval *ev, clef_err *err);
+// The same under MPI (cli/cli_mpi.h), a collective: rank r evaluates
+// records [n·r/N, n·(r+1)/N), every rank gets every record's z and p, and the
+// sums run over the records in order, so the results are bitwise those of
+// one process. Outside MPI: cli_evaluate_splits.
+int cli_evaluate_ranks(const clef_kernels *k, const clef_head *hd,
+                       const clef_package *pkg, clef_ws *ws,
+                       const clef_train_opts *o, unsigned mask,
+                       cli_eval *ev, clef_err *err);
+
+// ---- data-parallel updates (cli/dp.c) ----
+// One update of a batch over the MPI ranks, the same bits for any number of
+// ranks: the batch's shards are its records, record s on rank s mod N (round
+// s / N); each round every rank sends chunk j of its record's gradient to
+// rank j, which adds the round's records into its chunk in record order (the
+// first copied); the chunks are then gathered to every rank, and clipping
+// and AdamW run on every rank alike.
+typedef struct cli_dp {
+    int rank, size;
+    int *cnt, *off;   // (size) chunk j of the flat gradient: floats, offset
+    int *rcnt, *roff; // (size) what rank j's part of a round lands in
+    float *acc;       // (cnt[rank]) this rank's chunk of the sum
+    float *recv;      // (size · cnt[rank]) a round's chunks, rank order
+    double *loss;     // (size) a round's record losses
+} cli_dp;
+int cli_dp_init(cli_dp *d, size_t nparams);
+void cli_dp_free(cli_dp *d);
+double cli_dp_step(cli_dp *d, const clef_kernels *k, clef_head *hd,
+                   const clef_record *const *recs, int n, clef_ws *ws,
+                   const clef_train_opts *o);
+// 1 when every rank holds the same parameters, m and v (a digest each).
+int cli_dp_same_state(const clef_head *hd);
 
 // ---- the run dir (cli/run_dir.c) ----
 // Before anything is written: run_dir is absent (and creatable), empty but

@@ -235,6 +235,20 @@ void clef_batch_counts(const clef_record *const *recs, int n, int *n_q,
 double clef_train_step(const clef_kernels *k, clef_head *hd,
                        const clef_record *const *recs, int n, clef_ws *ws,
                        const clef_train_opts *o);
+// The same update in pieces, for data-parallel training (cli/dp.c):
+// clef_train_begin (step += 1, the bf16 copy), then the gradient of each
+// shard of the batch, combined by the caller into hd->grads, then
+// clef_train_apply (clipping, AdamW of step hd->step). A shard is records
+// recs[0..n) starting at record rec0 of the update (its dropout masks) of
+// n_q / n_score questions (clef_batch_counts of the whole batch): its
+// gradient replaces hd->grads; returns its share of the loss.
+void clef_train_begin(const clef_kernels *k, clef_head *hd);
+double clef_shard_grads(const clef_kernels *k, clef_head *hd,
+                        const clef_record *const *recs, int n, int rec0,
+                        int n_q, int n_score, clef_ws *ws,
+                        const clef_train_opts *o);
+void clef_train_apply(const clef_kernels *k, clef_head *hd,
+                      const clef_train_opts *o);
 // GEMM and attention FLOPs of one update over recs (forward + backward) and
 // of one record's forward (core/flops.c): the work FLOP rates are quoted for,
 // in the memory-attention form that runs (memory_attention: "auto", "project",

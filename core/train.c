@@ -281,6 +281,57 @@ static int fitting_prefix(const clef_ws *ws, const clef_record *const *recs,
     return m;
 }
 
+// The passes over recs[0..n), records rec0.. of their update, each packed
+// as far as the workspace allows: the first writes hd->grads, later ones add
+// (acc0: the first adds too). The last pass's D runs beside AdamW when ad.
+static double grad_passes(const clef_kernels *k, clef_head *hd,
+                          const clef_record *const *recs, int n, int rec0,
+                          int n_q, int n_score, clef_ws *ws,
+                          const clef_train_opts *o, const adamw_run *ad)
+{
+    double loss = 0.0;
+    for (int b = 0; b < n;) {
+        const int m = fitting_prefix(ws, recs + b, n - b);
+        const int acc = b > 0; // the first pass writes, later ones add
+        clef_ws_set_dropout(ws, o->dropout, o->dropout_seed, hd->step,
+                            rec0 + b);
+        clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
+        loss += clef_update_loss(k, ws, o, n_q, n_score);
+        clef_backward_upto_d(k, hd, ws, ws->dz, acc);
+        if (ad && b + m == n)
+            d_beside_adamw(k, ws, ad);
+        else
+            d_blocks(k, ws);
+        clef_memory_bwd_finish(k, hd, ws, acc);
+        b += m;
+    }
+    clef_ws_set_dropout(ws, 0, 0, 0, 0); // evaluations run without
+    return loss;
+}
+
+void clef_train_begin(const clef_kernels *k, clef_head *hd)
+{
+    clef_mm_refresh(k); // bf16: the parameters' copy for this update
+    hd->step++;
+}
+
+double clef_shard_grads(const clef_kernels *k, clef_head *hd,
+                        const clef_record *const *recs, int n, int rec0,
+                        int n_q, int n_score, clef_ws *ws,
+                        const clef_train_opts *o)
+{
+    clef_grads_prepare(hd); // a fresh gradient: the first pass writes
+    return grad_passes(k, hd, recs, n, rec0, n_q, n_score, ws, o, NULL);
+}
+
+void clef_train_apply(const clef_kernels *k, clef_head *hd,
+                      const clef_train_opts *o)
+{
+    if (o->max_grad_norm > 0)
+        clip_grads(hd, o->max_grad_norm);
+    adamw_tensors(k, hd, o, adamw_args(o, hd->step), 0);
+}
+
 // One packed pass when the batch fits the workspace; otherwise packed
 // sub-batches in order. Backward accumulates and the loss is normalised by
 // the whole batch's N, so both compute the same update. Without clipping,
@@ -294,29 +345,14 @@ double clef_train_step(const clef_kernels *k, clef_head *hd,
     int n_q, n_score;
     clef_batch_counts(recs, n, &n_q, &n_score);
     clef_grads_prepare(hd); // the first pass writes the big weight grads
-    clef_mm_refresh(k);     // bf16: the parameters' copy for this update
-    hd->step++;
+    clef_train_begin(k, hd);
     const adamw_run ad = {k, hd, o, adamw_args(o, hd->step)};
     // (Not for a head whose AdamW runs on one thread anyway: the region
     // would cost more than it hides, 7,680 times in the seed's experiment.)
     const int beside = !(o->max_grad_norm > 0) && clef_par_team() &&
                        hd->nparams > 2 * ADAMW_CHUNK;
-    double loss = 0.0;
-    for (int b = 0; b < n;) {
-        const int m = fitting_prefix(ws, recs + b, n - b);
-        const int acc = b > 0; // the first pass writes, later ones add
-        clef_ws_set_dropout(ws, o->dropout, o->dropout_seed, hd->step, b);
-        clef_batch_forward(k, hd, recs + b, m, ws, ws->z);
-        loss += clef_update_loss(k, ws, o, n_q, n_score);
-        clef_backward_upto_d(k, hd, ws, ws->dz, acc);
-        if (beside && b + m == n)
-            d_beside_adamw(k, ws, &ad);
-        else
-            d_blocks(k, ws);
-        clef_memory_bwd_finish(k, hd, ws, acc);
-        b += m;
-    }
-    clef_ws_set_dropout(ws, 0, 0, 0, 0); // evaluations run without
+    double loss = grad_passes(k, hd, recs, n, 0, n_q, n_score, ws, o,
+                              beside ? &ad : NULL);
     if (o->max_grad_norm > 0)
         clip_grads(hd, o->max_grad_norm);
     adamw_tensors(k, hd, o, ad.a, beside); // the late tensors only, if beside
