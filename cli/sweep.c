@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_mpi.h"
 #include "scheduler/threads.h"
 #include "sha256.h"
 #include "sweep.h"
@@ -390,6 +391,13 @@ int cli_sweep(int argc, char **argv)
     }
     sweep_spec s;
     clef_err err = {0};
+    if (cli_mpi_size() > 1) { // ranks would write the same run dirs
+        err.code = CLEF_ERR_INPUT;
+        snprintf(err.msg, sizeof(err.msg),
+                 "a sweep over %d MPI ranks is not supported yet: run it as "
+                 "one process (--parallel P)", cli_mpi_size());
+        return cli_fail("sweep", &err);
+    }
     int rc = sweep_spec_parse(argc, argv, &s, &err);
     if (!rc)
         rc = sweep_main(&s, &err);
