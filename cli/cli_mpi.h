@@ -46,8 +46,8 @@ void cli_mpi_allgatherv_f32(const float *mine, float *all, const int *counts,
 // Rank r sends send + sdispls[j] (scounts[j] floats) to every rank j, and
 // receives rank j's into recv + rdispls[j] (rcounts[j] floats).
 void cli_mpi_alltoallv_f32(const float *send, const int *scounts,
-                           const int *sdispls, float *recv,
-                           const int *rcounts, const int *rdispls);
+                           const int *sdispls, float *recv, const int *rcounts,
+                           const int *rdispls);
 
 // Agreement on an error before anything else happens: rc of every rank;
 // when one failed, every rank returns the code and message of the lowest

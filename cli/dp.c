@@ -71,8 +71,7 @@ static double dp_round(cli_dp *d, const clef_kernels *k, clef_head *hd,
     double l = 0.0;
     if (s < n) // an idle rank's stale gradient is sent, and never added
         l = clef_shard_grads(k, hd, recs + s, 1, s, n_q, n_score, ws, o);
-    cli_mpi_alltoallv_f32(hd->grads, d->cnt, d->off, d->recv, d->rcnt,
-                          d->roff);
+    cli_mpi_alltoallv_f32(hd->grads, d->cnt, d->off, d->recv, d->rcnt, d->roff);
     cli_mpi_allgather_f64(l, d->loss);
     double loss = 0.0;
     for (int j = 0; j < N && round * N + j < n; j++) {

@@ -31,14 +31,29 @@ static int env_int(const char *a, const char *b)
     return v ? atoi(v) : 0;
 }
 
-int cli_mpi_on(void) { return on; }
-int cli_mpi_rank(void) { return rank; }
-int cli_mpi_size(void) { return size; }
-int cli_mpi_local_rank(void) { return local_rank; }
+int cli_mpi_on(void)
+{
+    return on;
+}
+int cli_mpi_rank(void)
+{
+    return rank;
+}
+int cli_mpi_size(void)
+{
+    return size;
+}
+int cli_mpi_local_rank(void)
+{
+    return local_rank;
+}
 
 #ifndef CLEF_HAVE_MPI
 
-int cli_mpi_built(void) { return 0; }
+int cli_mpi_built(void)
+{
+    return 0;
+}
 
 int cli_mpi_start(int *argc, char ***argv)
 {
@@ -53,13 +68,31 @@ int cli_mpi_start(int *argc, char ***argv)
     return CLEF_ERR_INPUT;
 }
 
-void cli_mpi_end(void) {}
-int cli_mpi_max(int v) { return v; }
-int cli_mpi_min(int v) { return v; }
-long cli_mpi_sum(long v) { return v; }
-void cli_mpi_bcast(void *buf, size_t bytes, int root) {}
-void cli_mpi_barrier(void) {}
-void cli_mpi_allgather_f64(double v, double *all) { all[0] = v; }
+void cli_mpi_end(void)
+{
+}
+int cli_mpi_max(int v)
+{
+    return v;
+}
+int cli_mpi_min(int v)
+{
+    return v;
+}
+long cli_mpi_sum(long v)
+{
+    return v;
+}
+void cli_mpi_bcast(void *buf, size_t bytes, int root)
+{
+}
+void cli_mpi_barrier(void)
+{
+}
+void cli_mpi_allgather_f64(double v, double *all)
+{
+    all[0] = v;
+}
 
 void cli_mpi_allgatherv_bytes(const void *mine, void *all, const int *counts,
                               const int *displs)
@@ -74,18 +107,24 @@ void cli_mpi_allgatherv_f32(const float *mine, float *all, const int *counts,
 }
 
 void cli_mpi_alltoallv_f32(const float *send, const int *scounts,
-                           const int *sdispls, float *recv,
-                           const int *rcounts, const int *rdispls)
+                           const int *sdispls, float *recv, const int *rcounts,
+                           const int *rdispls)
 {
     memmove(recv + rdispls[0], send + sdispls[0],
             (size_t)scounts[0] * sizeof(float));
 }
 
-int cli_mpi_agree(int rc, clef_err *err) { return rc; }
+int cli_mpi_agree(int rc, clef_err *err)
+{
+    return rc;
+}
 
 #else // CLEF_HAVE_MPI
 
-int cli_mpi_built(void) { return 1; }
+int cli_mpi_built(void)
+{
+    return 1;
+}
 
 int cli_mpi_start(int *argc, char ***argv)
 {
@@ -117,8 +156,14 @@ static int reduce_int(int v, MPI_Op op)
     return out;
 }
 
-int cli_mpi_max(int v) { return reduce_int(v, MPI_MAX); }
-int cli_mpi_min(int v) { return reduce_int(v, MPI_MIN); }
+int cli_mpi_max(int v)
+{
+    return reduce_int(v, MPI_MAX);
+}
+int cli_mpi_min(int v)
+{
+    return reduce_int(v, MPI_MIN);
+}
 
 long cli_mpi_sum(long v) // integers: exact in any order
 {
@@ -156,8 +201,8 @@ void cli_mpi_allgatherv_bytes(const void *mine, void *all, const int *counts,
         memmove((char *)all + displs[0], mine, (size_t)counts[0]);
         return;
     }
-    MPI_Allgatherv(mine, counts[rank], MPI_BYTE, all, counts, displs,
-                   MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Allgatherv(mine, counts[rank], MPI_BYTE, all, counts, displs, MPI_BYTE,
+                   MPI_COMM_WORLD);
 }
 
 void cli_mpi_allgatherv_f32(const float *mine, float *all, const int *counts,
@@ -172,8 +217,8 @@ void cli_mpi_allgatherv_f32(const float *mine, float *all, const int *counts,
 }
 
 void cli_mpi_alltoallv_f32(const float *send, const int *scounts,
-                           const int *sdispls, float *recv,
-                           const int *rcounts, const int *rdispls)
+                           const int *sdispls, float *recv, const int *rcounts,
+                           const int *rdispls)
 {
     if (!on) {
         memmove(recv + rdispls[0], send + sdispls[0],
