@@ -23,13 +23,6 @@ int cli_mpi_launched(void)
            getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
 }
 
-static int env_int(const char *a, const char *b)
-{
-    const char *v = getenv(a);
-    if (!v)
-        v = getenv(b);
-    return v ? atoi(v) : 0;
-}
 
 int cli_mpi_on(void)
 {
@@ -120,6 +113,14 @@ int cli_mpi_agree(int rc, clef_err *err)
 }
 
 #else // CLEF_HAVE_MPI
+
+static int env_int(const char *a, const char *b)
+{
+    const char *v = getenv(a);
+    if (!v)
+        v = getenv(b);
+    return v ? atoi(v) : 0;
+}
 
 int cli_mpi_built(void)
 {
