@@ -37,8 +37,6 @@
 #define SERIAL_FLOPS 4194304.0
 #define TILE_BF16 512 // bf16 values of one A tile (16 × 32)
 
-static _Thread_local bf16_scratch g_a, g_b;
-
 typedef struct tilecfg {
     uint8_t palette, start_row, reserved[14];
     uint16_t colsb[16];
@@ -175,10 +173,10 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
     const int nkb = (K + 31) / 32, KPp = 16 * nkb;
     const int np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL;
     const int nmt = 2 * ((M + 31) / 32); // 16-row blocks, an even count
-    uint16_t *Ap = bf16_scratch_get(&g_a, (size_t)nmt * nkb * TILE_BF16 *
-                                              sizeof(uint16_t));
-    uint32_t *Bp = bf16_scratch_get(&g_b, (size_t)np * KPp * CLEF_BF16_PANEL *
-                                              sizeof(uint32_t));
+    uint16_t *Ap = bf16_scratch_get(&bf16_tls.a, (size_t)nmt * nkb * TILE_BF16 *
+                                                     sizeof(uint16_t));
+    uint32_t *Bp = bf16_scratch_get(
+        &bf16_tls.b, (size_t)np * KPp * CLEF_BF16_PANEL * sizeof(uint32_t));
     if (!Ap || !Bp) { // no packing scratch: the reference, same contract
         fallback(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;

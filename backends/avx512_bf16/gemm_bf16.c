@@ -24,8 +24,6 @@
 #define CHUNK 4 // B panels per parallel chunk (128 columns)
 #define SERIAL_FLOPS 4194304.0
 
-static _Thread_local bf16_scratch g_a, g_b;
-
 // C[0..mr, 0..nv) (ld ldc) [+]= the 12×32 block over kc pairs:
 // a: rows of the A pack (ld lda32 dwords) at the block's first pair,
 // b: the B panel at the block's first pair.
@@ -111,9 +109,9 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
     const int KPp = (K + 1) / 2,
               np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL;
     const size_t lda32 = (size_t)KPp; // dwords per row of the A pack
-    uint16_t *Ap = bf16_scratch_get(&g_a, (size_t)M * lda32 * 4);
-    uint32_t *Bp = bf16_scratch_get(&g_b, (size_t)np * KPp * CLEF_BF16_PANEL *
-                                              sizeof(uint32_t));
+    uint16_t *Ap = bf16_scratch_get(&bf16_tls.a, (size_t)M * lda32 * 4);
+    uint32_t *Bp = bf16_scratch_get(
+        &bf16_tls.b, (size_t)np * KPp * CLEF_BF16_PANEL * sizeof(uint32_t));
     if (!Ap || !Bp) { // no packing scratch: the reference, same contract
         fallback(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
