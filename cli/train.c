@@ -455,6 +455,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     clef_ws_limits lim;
     clef_ws_limits_for(t->pkg->records, t->pkg->nrecords, c->batch, &lim);
     t->ws = clef_ws_create_limits(&t->pkg->cfg, &lim);
+    if (t->dp && !(t->rss = calloc((size_t)cli_mpi_size(), sizeof(double))))
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     if (!t->ws || (t->dp && cli_dp_init(&t->dpx, t->hd.nparams)))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     return cli_memory_attention(t->ws, err);
@@ -912,19 +914,10 @@ static double peak_rss_mb(void)
     return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0;
 }
 
+// Every rank's peak RSS to every rank (t->rss: allocated with the workspace).
 static void rss_gather(train_run *t)
 {
-    free(t->rss);
-    t->rss = malloc((size_t)cli_mpi_size() * sizeof(double));
-    double mine = peak_rss_mb();
-    if (t->rss)
-        cli_mpi_allgather_f64(mine, t->rss);
-    else { // every rank must take part
-        double *tmp = malloc((size_t)cli_mpi_size() * sizeof(double));
-        double one[1];
-        cli_mpi_allgather_f64(mine, tmp ? tmp : one);
-        free(tmp);
-    }
+    cli_mpi_allgather_f64(peak_rss_mb(), t->rss);
 }
 
 // {"ranks": N, "shards": ..., "peak_rss_mb": [per rank]}, or null.
@@ -933,7 +926,7 @@ static json_t *dp_json(const train_run *t)
     if (!t->dp)
         return json_null();
     json_t *rss = json_array();
-    for (int r = 0; t->rss && r < cli_mpi_size(); r++)
+    for (int r = 0; r < cli_mpi_size(); r++)
         json_array_append_new(rss, json_real(t->rss[r]));
     return json_pack("{s:i, s:s, s:s, s:o}", "ranks", cli_mpi_size(),
                      "shards", "one record each",
