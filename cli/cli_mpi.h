@@ -27,6 +27,7 @@ int cli_mpi_on(void);
 int cli_mpi_rank(void);       // 0 outside MPI
 int cli_mpi_size(void);       // 1 outside MPI
 int cli_mpi_local_rank(void); // among the ranks of this host (binding)
+int cli_mpi_local_size(void); // the ranks on this host (1 outside MPI)
 
 // ---- collectives over every rank (no-ops outside MPI) ----
 // The largest / smallest / the sum of v over the ranks.

@@ -2,6 +2,11 @@
 // prepared once, P at a time on threads of this process, resumable, with a
 // leaderboard (sweep_board.c). The spec and run names: sweep_spec.c.
 //
+// Under mpirun (issue 21) every rank reads and prepares the package once and
+// runs its share of the runs, run i on rank i mod N, P at a time; rank 0
+// writes the spec before any run starts and the leaderboard after every rank
+// is done. The sweep dir must be on a file system every rank sees.
+//
 // DIR/sweep-spec.json  the package's SHA-256, the shared flags, the metric
 //                      and every run's name and settings: a rerun must match
 // DIR/runs/<name>/     the run's own `clef train` run dir, plus sweep-done.json
@@ -27,6 +32,8 @@ typedef struct sweep {
     const sweep_spec *s;
     const clef_package *pkg;
     pthread_mutex_t lock;
+    int rank, nranks;    // this rank's runs: i ≡ rank (mod nranks)
+    int share;           // how many runs that is
     int next;            // the next run to start
     int done, running;   // runs finished (or found finished), running now
     int failed, skipped; // of the done ones
@@ -142,25 +149,28 @@ static void progress(sweep *w, int i, const char *rd, int rc,
     sweep_result r;
     sweep_result_read(s, rd, &r);
     const char *metric = s->metric_acc ? "val_accuracy" : "val_loss";
+    char who[32] = ""; // under MPI: the rank, and its share of the runs
+    if (w->nranks > 1)
+        snprintf(who, sizeof(who), "rank %d: ", w->rank);
     if (w->tty)
         fputs("\r\033[K", stderr);
     if (rc)
-        printf("run %d/%d %s: failed (exit %d): %s\n", w->done, s->nruns,
+        printf("%srun %d/%d %s: failed (exit %d): %s\n", who, w->done, w->share,
                s->runs[i].name, rc, err->msg);
     else
-        printf("run %d/%d %s: %s %.6g at step %ld, train loss %.6g, "
+        printf("%srun %d/%d %s: %s %.6g at step %ld, train loss %.6g, "
                "%.1f upd/s, %.2f s%s\n",
-               w->done, s->nruns, s->runs[i].name, metric, r.metric,
+               who, w->done, w->share, s->runs[i].name, metric, r.metric,
                r.best_step, r.train_loss, r.updates_per_s, r.wall_s,
                skipped ? " (done before: outputs checked)" : "");
     fflush(stdout);
     if (!w->tty)
         return;
-    const int left = s->nruns - w->done;
+    const int left = w->share - w->done;
     const double per = w->ran ? w->ran_s / w->ran : 0;
     const int par = s->parallel > 0 ? s->parallel : 1;
-    fprintf(stderr, "[sweep] %d/%d done, %d running, %d failed, ETA %.0f s",
-            w->done, s->nruns, w->running, w->failed,
+    fprintf(stderr, "[sweep] %s%d/%d done, %d running, %d failed, ETA %.0f s",
+            who, w->done, w->share, w->running, w->failed,
             w->ran ? per * left / par : 0.0);
 }
 
@@ -198,10 +208,14 @@ static void *worker_main(void *arg)
 {
     worker *wk = arg;
     sweep *w = wk->w;
-    cli_set_first_core(wk->id * w->s->threads_per_run);
+    // ranks side by side on a host: each on cores of its own
+    const int first = cli_mpi_local_rank() * w->s->parallel + wk->id;
+    cli_set_first_core(first * w->s->threads_per_run);
     for (;;) {
         pthread_mutex_lock(&w->lock);
-        const int i = w->next < w->s->nruns ? w->next++ : -1;
+        const int i = w->next < w->s->nruns ? w->next : -1;
+        if (i >= 0)
+            w->next += w->nranks;
         if (i >= 0)
             w->running++;
         pthread_mutex_unlock(&w->lock);
@@ -310,75 +324,114 @@ static int check_first_run(const sweep_spec *s, const clef_package *pkg,
 
 // ------------------------------------------------------------- main --
 
-static int sweep_main(sweep_spec *s, clef_err *err)
+// Everything that can exit 2, before anything is written: the package read
+// and prepared (bf16 x̂ only when no run reads it in fp32, as clef train
+// alone would), the sweep dir, the first run's flags.
+static int sweep_setup(sweep_spec *s, clef_package *pkg, json_t **spec,
+                       clef_err *err)
 {
     clef_kernels k;
-    clef_package pkg = {0};
-    char **frozen = NULL;
-    int nfrozen = 0, rc;
-    json_t *spec = NULL;
+    int rc;
+    const int N = cli_mpi_size(), me = cli_mpi_rank();
+    const int share = (s->nruns - me + N - 1) / N; // runs me, me + N, ...
     if ((rc = cli_kernels(s->backend ? s->backend : "auto", &k, err)))
         return rc;
-    if (!s->parallel) {
-        int cores = clef_threads_resolve(0, NULL) / s->threads_per_run;
+    if (!s->parallel) { // the host's cores, shared by its ranks
+        int cores = clef_threads_resolve(0, NULL) / s->threads_per_run /
+                    cli_mpi_local_size();
         s->parallel = cores > 0 ? cores : 1;
     }
-    if (s->parallel > s->nruns)
-        s->parallel = s->nruns;
+    if (s->parallel > share)
+        s->parallel = share > 0 ? share : 1;
     cli_set_threads(s->threads_per_run); // the package's preparation
-    // bf16 x̂ only when no run reads it in fp32 (as clef train alone would)
     const int b16 = s->all_bf16;
-    if ((rc = (b16 ? clef_package_read_half : clef_package_read)(
-             s->manifest, s->pin, &pkg, err)) ||
-        (rc = (b16 ? clef_package_prepare_bf16 : clef_package_prepare)(
-             &pkg, &k, err)))
-        goto out;
-    if (!(spec = sweep_spec_json(s, pkg.sha256))) {
-        rc = clef_err_set(err, CLEF_ERR_RUN, "out of memory");
-        goto out;
-    }
-    if ((rc = check_sweep_dir(s, spec, err)) ||
-        (rc = check_first_run(s, &pkg, err)))
-        goto out;
-    nfrozen = cli_frozen_hashes(&pkg, NULL);
-    if (!(frozen = cli_alloc_hashes(nfrozen))) {
-        rc = clef_err_set(err, CLEF_ERR_RUN, "out of memory");
-        goto out;
-    }
-    cli_frozen_hashes(&pkg, frozen);
+    if ((rc = (b16 ? clef_package_read_half
+                   : clef_package_read)(s->manifest, s->pin, pkg, err)) ||
+        (rc = (b16 ? clef_package_prepare_bf16 : clef_package_prepare)(pkg, &k,
+                                                                       err)))
+        return rc;
+    if (!(*spec = sweep_spec_json(s, pkg->sha256)))
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    if ((rc = check_sweep_dir(s, *spec, err)))
+        return rc;
+    return check_first_run(s, pkg, err);
+}
+
+// DIR/runs and DIR/sweep-spec.json (rank 0 alone under MPI).
+static int write_spec(const sweep_spec *s, json_t *spec, clef_err *err)
+{
     char runs[PATH_MAX], sp[PATH_MAX + 32];
     snprintf(runs, sizeof(runs), "%s/runs", s->dir);
     snprintf(sp, sizeof(sp), "%s/sweep-spec.json", s->dir);
-    if (cli_mkdirs(runs) != 0) {
-        rc = clef_err_set(err, CLEF_ERR_RUN, "%s: cannot create: %s", runs,
-                          strerror(errno));
-        goto out;
-    }
-    if ((rc = cli_write_json(sp, spec, JSON_INDENT(2), err)))
-        goto out;
-    sweep w = {.s = s, .pkg = &pkg, .t0 = cli_now(), .tty = isatty(2)};
+    if (cli_mkdirs(runs) != 0)
+        return clef_err_set(err, CLEF_ERR_RUN, "%s: cannot create: %s", runs,
+                            strerror(errno));
+    return cli_write_json(sp, spec, JSON_INDENT(2), err);
+}
+
+// This rank's share of the runs, then the leaderboard from rank 0 once
+// every rank is done.
+static int sweep_share(const sweep_spec *s, const clef_package *pkg,
+                       clef_err *err)
+{
+    const int N = cli_mpi_size(), me = cli_mpi_rank();
+    int nfrozen = cli_frozen_hashes(pkg, NULL), rc;
+    char **frozen = cli_alloc_hashes(nfrozen);
+    if (!frozen)
+        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
+    cli_frozen_hashes(pkg, frozen);
+    sweep w = {.s = s,
+               .pkg = pkg,
+               .rank = me,
+               .nranks = N,
+               .share = (s->nruns - me + N - 1) / N,
+               .next = me,
+               .t0 = cli_now(),
+               .tty = isatty(2)};
     pthread_mutex_init(&w.lock, NULL);
-    printf("clef sweep: %d runs, %d at a time on %d thread%s each\n", s->nruns,
-           s->parallel, s->threads_per_run, s->threads_per_run > 1 ? "s" : "");
+    if (me == 0)
+        printf("clef sweep: %d runs, %d at a time on %d thread%s each%s\n",
+               s->nruns, s->parallel, s->threads_per_run,
+               s->threads_per_run > 1 ? "s" : "",
+               N > 1 ? " on each of the MPI ranks" : "");
+    if (N > 1 && me == 0)
+        printf("clef sweep: %d MPI ranks, run i on rank i mod %d\n", N, N);
     fflush(stdout);
-    rc = run_all(&w, err);
+    rc = cli_mpi_agree(run_all(&w, err), err);
     pthread_mutex_destroy(&w.lock);
-    if (rc)
-        goto out;
-    const int frozen_ok = cli_frozen_same(&pkg, frozen, nfrozen);
-    if ((rc = sweep_board(s, pkg.sha256, frozen_ok, err)))
-        goto out;
-    printf("clef sweep: %d runs in %.2f s (%d done before, %d failed)\n",
-           s->nruns, cli_now() - w.t0, w.skipped, w.failed);
-    if (!frozen_ok)
-        rc = clef_err_set(err, CLEF_ERR_RUN,
-                          "check frozen_inputs_unchanged failed");
-    else if (w.failed)
-        rc = clef_err_set(err, CLEF_ERR_RUN, "%d of %d runs failed", w.failed,
-                          s->nruns);
-out:
-    json_decref(spec);
+    const int frozen_ok =
+        cli_mpi_min(cli_frozen_same(pkg, frozen, nfrozen)) == 1;
+    const int failed = (int)cli_mpi_sum(w.failed);
+    const int skipped = (int)cli_mpi_sum(w.skipped);
     cli_free_hashes(frozen, nfrozen);
+    if (rc)
+        return rc;
+    if (me == 0)
+        rc = sweep_board(s, pkg->sha256, frozen_ok, err);
+    if ((rc = cli_mpi_agree(rc, err)))
+        return rc;
+    if (me == 0)
+        printf("clef sweep: %d runs in %.2f s (%d done before, %d failed)\n",
+               s->nruns, cli_now() - w.t0, skipped, failed);
+    if (!frozen_ok)
+        return clef_err_set(err, CLEF_ERR_RUN,
+                            "check frozen_inputs_unchanged failed");
+    if (failed)
+        return clef_err_set(err, CLEF_ERR_RUN, "%d of %d runs failed", failed,
+                            s->nruns);
+    return 0;
+}
+
+static int sweep_main(sweep_spec *s, clef_err *err)
+{
+    clef_package pkg = {0};
+    json_t *spec = NULL;
+    int rc = cli_mpi_agree(sweep_setup(s, &pkg, &spec, err), err);
+    if (!rc)
+        rc = cli_mpi_agree(cli_mpi_rank() ? 0 : write_spec(s, spec, err), err);
+    if (!rc)
+        rc = sweep_share(s, &pkg, err);
+    json_decref(spec);
     clef_package_free(&pkg);
     return rc;
 }
@@ -391,14 +444,7 @@ int cli_sweep(int argc, char **argv)
     }
     sweep_spec s;
     clef_err err = {0};
-    if (cli_mpi_size() > 1) { // ranks would write the same run dirs
-        err.code = CLEF_ERR_INPUT;
-        snprintf(err.msg, sizeof(err.msg),
-                 "a sweep over %d MPI ranks is not supported yet: run it as "
-                 "one process (--parallel P)", cli_mpi_size());
-        return cli_fail("sweep", &err);
-    }
-    int rc = sweep_spec_parse(argc, argv, &s, &err);
+    int rc = cli_mpi_agree(sweep_spec_parse(argc, argv, &s, &err), &err);
     if (!rc)
         rc = sweep_main(&s, &err);
     if (rc)

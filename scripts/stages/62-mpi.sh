@@ -1,5 +1,6 @@
 # Sourced by scripts/test (uses its `stage`). MPI (issue 21): data-parallel
-# clef train under mpirun -np 1/2 on this host. Skips without MPI support.
+# clef train and the distributed clef sweep under mpirun -np 1/2 on this
+# host (two hosts over TCP: 63-mpi-netns.sh). Skips without MPI support.
 # Every command is bounded by timeout: the stage cannot hang CI.
 mpi_stage() {
     local bin=${BUILD:-build}/bin w p=0 f=0 s=0
@@ -45,8 +46,82 @@ mpi_stage() {
         --resume "$w/kill/checkpoint-2.safetensors" >/dev/null 2>&1
     cmp -s "$w/n2/weights.safetensors" "$w/kill/weights.safetensors" &&
         ok "resume on another N: same bits" || no "resume on another N"
+    # N ranks against the one-process train (a packed batch, summed in
+    # another order): within 1e-6 relative on the weights after 10 updates
+    local ten=(train --package "$w/pkg/package.json" --epochs 5 --batch 4
+        --threads 1 --quiet)
+    timeout 60 "$bin/clef" "${ten[@]}" --run-dir "$w/p10" >/dev/null 2>&1
+    $mr -np 2 "$bin/clef" "${ten[@]}" --run-dir "$w/n10" >/dev/null 2>&1
+    rc=0
+    out=$(/usr/bin/python3 tests/mpi/weights_close.py \
+        "$w/n10/weights.safetensors" "$w/p10/weights.safetensors" 1e-6 2>&1) ||
+        rc=$?
+    [[ $rc -eq 0 && $(steps_of "$w/n10") == 10 ]] &&
+        ok "2 ranks against one process, 10 updates: $out" ||
+        no "2 ranks against one process, 10 updates: $out"
+    sweep_tests "$w" "$bin" "$mr"
     rm -rf "$w"
     echo "$p passed, $f failed, $s skipped"
     [[ $f -eq 0 ]]
 }
+# completed_steps of a run dir's result.json
+steps_of() {
+    /usr/bin/python3 -c 'import json, sys
+print(json.load(open(sys.argv[1] + "/result.json"))["completed_steps"])' "$1"
+}
+
+# 1 when every run dir of sweep dir $1 has the weights of the same run in $2,
+# and both sweep.json and best.safetensors are the same bytes.
+same_sweep() {
+    local d n=0
+    for d in "$1"/runs/*/; do
+        cmp -s "$d/weights.safetensors" \
+            "$2/runs/$(basename "$d")/weights.safetensors" || return 1
+        n=$((n + 1))
+    done
+    [[ $n -gt 0 ]] && cmp -s "$1/sweep.json" "$2/sweep.json" &&
+        cmp -s "$1/best.safetensors" "$2/best.safetensors"
+}
+
+# The distributed sweep: the same runs as one process, one leaderboard,
+# bad specs refused on every rank, a rank killed and the sweep rerun.
+sweep_tests() {
+    local w=$1 bin=$2 mr=$3 rc out
+    cat >"$w/runs.json" <<'EOF'
+[{"epochs": 1, "lr": 1e-3}, {"epochs": 30, "lr": 1e-3},
+ {"epochs": 1, "lr": 3e-3}, {"epochs": 30, "lr": 3e-3}]
+EOF
+    local sw=(sweep --package "$w/pkg/package.json" --runs "$w/runs.json"
+        --batch 2 --threads-per-run 1 --parallel 1 --checkpoint-every 2)
+    timeout 120 "$bin/clef" "${sw[@]}" --sweep-dir "$w/s1" >/dev/null 2>&1
+    out=$($mr -np 2 "$bin/clef" "${sw[@]}" --sweep-dir "$w/s2" 2>&1)
+    same_sweep "$w/s1" "$w/s2" &&
+        [[ $(grep -c '^rank  name' <<<"$out") -eq 1 &&
+            $(grep -c '^rank 1: run' <<<"$out") -eq 2 ]] &&
+        ok "sweep on 2 ranks: the runs of one process, one leaderboard" ||
+        no "sweep on 2 ranks: the runs of one process, one leaderboard"
+    rc=0
+    out=$($mr -np 2 "$bin/clef" sweep --package "$w/pkg/package.json" \
+        --sweep-dir "$w/sbad" --grid lr= 2>&1) || rc=$?
+    [[ $rc -eq 2 && $(grep -c '^clef sweep:' <<<"$out") -eq 1 &&
+        ! -e $w/sbad ]] && ok "sweep, bad axis: exit 2, one message" ||
+        no "sweep, bad axis: exit 2, one message (rc $rc)"
+    # rank 1 dies at step 50 of its first (30-epoch) run: the job ends, and
+    # the same command again keeps the finished runs and resumes the others
+    rc=0
+    local t0=$SECONDS before
+    CLEF_FAULT_KILL_STEP=50 $mr -np 2 -x CLEF_FAULT_KILL_STEP "$bin/clef" \
+        "${sw[@]}" --sweep-dir "$w/sk" >/dev/null 2>&1 || rc=$?
+    before=$(find "$w/sk/runs" -name sweep-done.json | wc -l)
+    [[ $rc -ne 0 && $((SECONDS - t0)) -lt 60 &&
+        -e $w/sk/runs/epochs=30,lr=0.001/checkpoint-50.safetensors ]] &&
+        ok "sweep, a rank killed: job exits $rc, checkpoint kept" ||
+        no "sweep, a rank killed (rc $rc)"
+    out=$($mr -np 2 "$bin/clef" "${sw[@]}" --sweep-dir "$w/sk" 2>&1)
+    same_sweep "$w/s1" "$w/sk" &&
+        [[ $(grep -c 'done before: outputs checked' <<<"$out") -eq $before ]] &&
+        ok "sweep rerun after the kill: $before runs kept, same outputs" ||
+        no "sweep rerun after the kill ($before runs done before)"
+}
+
 stage mpi mpi_stage
