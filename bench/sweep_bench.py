@@ -27,10 +27,10 @@ MID_SHARED = ["--epochs", "2", "--batch", "1"]
 ABBR = {"lr": "lr", "weight-decay": "wd", "label-smoothing": "ls"}
 
 
-def timed(cmd):
+def timed(cmd, env=None):
     """Runs cmd; returns (wall seconds, peak RSS of the process in MiB)."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read().decode()
