@@ -54,6 +54,9 @@ static int run_command(int argc, char **argv)
     if (!strcmp(cmd, "--version")) {
         printf("clef %s\n", CLEF_VERSION);
         cli_print_backends();
+        printf("mpi: %s\n", cli_mpi_built() ? "yes (train and sweep under "
+                                                "mpirun or srun)"
+                                              : "no (built without MPI)");
         return 0;
     }
     if (!strcmp(cmd, "train"))

@@ -6,10 +6,12 @@ mpi_stage() {
     local bin=${BUILD:-build}/bin w p=0 f=0 s=0
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     local mr="timeout 120 mpirun --oversubscribe --bind-to none"
-    if ! command -v mpirun >/dev/null ||
-        ! grep -q '^CLEF_HAVE_MPI:INTERNAL=ON$\|MPI support ON' \
-            "${BUILD:-build}/CMakeCache.txt" 2>/dev/null &&
-        ! nm "$bin/clef" 2>/dev/null | grep -q ' U MPI_Init_thread'; then
+    if ! command -v mpirun >/dev/null; then
+        echo "skip mpi: no mpirun"
+        echo "0 passed, 0 failed, 1 skipped"
+        return 0
+    fi
+    if [[ $("$bin/clef" --version 2>/dev/null) != *$'\nmpi: yes'* ]]; then
         echo "skip mpi: this build has no MPI support"
         echo "0 passed, 0 failed, 1 skipped"
         return 0
