@@ -8,8 +8,9 @@ sweep_bench.py), batch 8, 32 train records, 2 epochs (8 updates): updates/s of
 training (result.json timing.updates_per_s, load and evaluation excluded)
 and the peak RSS of every rank, for 1 process x 1 thread, 1 process x 2
 threads (plain `clef train`), and 1 rank x 2 threads, 2 ranks x 1 thread
-(`mpirun -np N clef train`, data-parallel). Checks that the 1- and 2-rank
-weights are the same bytes.
+(`mpirun -np N clef train`, data-parallel, one-record shards: the default),
+and 2 ranks x 1 thread with --shard-records 4 (one packed pass per rank).
+Checks that the 1- and 2-rank weights are the same bytes.
 sweep: the seed's long experiment (16 runs, sweep_bench.py's seed case):
 `mpirun -np 2 clef sweep --parallel 1` against `clef sweep --parallel 2`, wall
 time, and every run's weights the same bytes both ways.
@@ -39,14 +40,18 @@ def with_records(flags, n):
 def dp_case(clef, work):
     manifest = fixture(clef, os.path.join(work, "mid-pkg"), with_records(MID_FIXTURE, 32))
     train = ["train", "--quiet", "--package", manifest, "--epochs", "2", "--batch", "8"]
-    configs = [("1 process x 1 thread", 0, 1), ("1 process x 2 threads", 0, 2),
-               ("1 rank x 2 threads", 1, 2), ("2 ranks x 1 thread", 2, 1)]
+    configs = [("1 process x 1 thread", 0, 1, 0), ("1 process x 2 threads", 0, 2, 0),
+               ("1 rank x 2 threads", 1, 2, 0), ("2 ranks x 1 thread", 2, 1, 0),
+               ("2 ranks x 1 thread, --shard-records 4", 2, 1, 4)]
     res = []
-    for name, ranks, threads in configs:
-        rd = os.path.join(work, f"dp-{ranks}-{threads}")
+    for name, ranks, threads, shard in configs:
+        rd = os.path.join(work, f"dp-{ranks}-{threads}-{shard}")
         cmd = [clef] + train + ["--run-dir", rd, "--threads", str(threads)]
+        if shard:
+            cmd += ["--shard-records", str(shard)]
         if ranks:
             cmd = MPIRUN + ["-np", str(ranks)] + cmd
+        os.sync()
         wall, rss = timed(cmd, ENV)
         r = json.load(open(os.path.join(rd, "result.json")))
         per_rank = (r.get("data_parallel") or {}).get("peak_rss_mb") or [rss]
@@ -63,6 +68,8 @@ def dp_case(clef, work):
           f"{res[3]['updates_per_s'] / res[2]['updates_per_s']:.2f}x; "
           f"2 ranks / 1 process x 2 threads: "
           f"{res[3]['updates_per_s'] / res[1]['updates_per_s']:.2f}x; "
+          f"2 ranks, shards of 4 / 1 process x 2 threads: "
+          f"{res[4]['updates_per_s'] / res[1]['updates_per_s']:.2f}x; "
           f"1- and 2-rank weights identical: {same}")
     return {"case": "dp", "runs": res, "weights_identical": same}
 
@@ -73,7 +80,9 @@ def sweep_case(clef, work):
     sweep = [clef, "sweep", "--package", manifest] + grid + SEED_SHARED
     one = os.path.join(work, "sweep-1")
     two = os.path.join(work, "sweep-2")
+    os.sync()  # the dp case's gigabytes in writeback would slow the runs' fsyncs
     t_one, rss_one = timed(sweep + ["--sweep-dir", one, "--parallel", "2"], ENV)
+    os.sync()
     t_two, rss_two = timed(MPIRUN + ["-np", "2"] + sweep + ["--sweep-dir", two,
                                                              "--parallel", "1"], ENV)
     runs = sorted(os.listdir(os.path.join(one, "runs")))

@@ -1,5 +1,5 @@
 // Data-parallel updates over MPI ranks (cli/train.h, cli_dp): a fixed
-// partition of every batch into shards (one record each) and a fixed order
+// partition of every batch into shards (S records each) and a fixed order
 // of their sum, so the weights are the same bits for any number of ranks.
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,12 +18,13 @@ void cli_dp_free(cli_dp *d)
     memset(d, 0, sizeof(*d));
 }
 
-int cli_dp_init(cli_dp *d, size_t nparams)
+int cli_dp_init(cli_dp *d, size_t nparams, int shard)
 {
     memset(d, 0, sizeof(*d));
     const int N = cli_mpi_size(), me = cli_mpi_rank();
     d->rank = me;
     d->size = N;
+    d->shard = shard;
     d->cnt = malloc(4 * (size_t)N * sizeof(int));
     d->loss = malloc((size_t)N * sizeof(double));
     if (!d->cnt || !d->loss)
@@ -60,22 +61,28 @@ static void add_into(float *acc, const float *x, size_t n)
     );
 }
 
-// Round r: records r·N .. r·N + N − 1 (those below n), one per rank.
+// Round r: shards r·N .. r·N + N − 1 (those below nsh), one per rank;
+// shard s is records [s·S, min(s·S + S, n)).
 static double dp_round(cli_dp *d, const clef_kernels *k, clef_head *hd,
                        const clef_record *const *recs, int n, int round,
                        int n_q, int n_score, clef_ws *ws,
                        const clef_train_opts *o)
 {
-    const int N = d->size, s = round * N + d->rank;
+    const int N = d->size, S = d->shard, s = round * N + d->rank;
+    const int nsh = (n + S - 1) / S;
     const size_t mine = (size_t)d->cnt[d->rank];
     double l = 0.0;
-    if (s < n) // an idle rank's stale gradient is sent, and never added
-        l = clef_shard_grads(k, hd, recs + s, 1, s, n_q, n_score, ws, o);
-    cli_mpi_alltoallv_f32(hd->grads, d->cnt, d->off, d->recv, d->rcnt, d->roff);
+    if (s < nsh) { // an idle rank's stale gradient is sent, and never added
+        const int r0 = s * S, m = n - r0 < S ? n - r0 : S;
+        l = clef_shard_grads(k, hd, recs + r0, m, r0, n_q, n_score, ws, o);
+    }
+    if (N > 1) // one process: its own gradient is the round's only part
+        cli_mpi_alltoallv_f32(hd->grads, d->cnt, d->off, d->recv, d->rcnt,
+                              d->roff);
     cli_mpi_allgather_f64(l, d->loss);
     double loss = 0.0;
-    for (int j = 0; j < N && round * N + j < n; j++) {
-        const float *x = d->recv + (size_t)d->roff[j];
+    for (int j = 0; j < N && round * N + j < nsh; j++) {
+        const float *x = N > 1 ? d->recv + (size_t)d->roff[j] : hd->grads;
         if (round == 0 && j == 0)
             memcpy(d->acc, x, mine * sizeof(float)); // not 0 + x: −0 stays
         else
@@ -92,8 +99,9 @@ double cli_dp_step(cli_dp *d, const clef_kernels *k, clef_head *hd,
     int n_q, n_score;
     clef_batch_counts(recs, n, &n_q, &n_score);
     clef_train_begin(k, hd);
-    double loss = 0.0; // the records' losses in record order
-    const int rounds = (n + d->size - 1) / d->size;
+    double loss = 0.0; // the shards' losses in shard order
+    const int nsh = (n + d->shard - 1) / d->shard;
+    const int rounds = (nsh + d->size - 1) / d->size;
     for (int r = 0; r < rounds; r++)
         loss += dp_round(d, k, hd, recs, n, r, n_q, n_score, ws, o);
     cli_mpi_allgatherv_f32(d->acc, hd->grads, d->cnt, d->off);
@@ -101,12 +109,13 @@ double cli_dp_step(cli_dp *d, const clef_kernels *k, clef_head *hd,
     return loss;
 }
 
-// FNV-1a over the bytes of x (n floats).
+// FNV-1a over the 32-bit words of x (n floats): any changed bit changes
+// the digest's chance of matching to about 2^-64.
 static uint64_t digest(const float *x, size_t n, uint64_t h)
 {
-    const unsigned char *b = (const unsigned char *)x;
-    for (size_t i = 0; i < n * sizeof(float); i++)
-        h = (h ^ b[i]) * 1099511628211ull;
+    const uint32_t *w = (const uint32_t *)(const void *)x;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ w[i]) * 1099511628211ull;
     return h;
 }
 

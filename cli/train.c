@@ -66,6 +66,12 @@ typedef struct train_run {
 
 // ---------------------------------------------------- data-parallel --
 
+// Records per data-parallel shard: --shard-records, else the default.
+static int dp_shard(const train_cfg *c)
+{
+    return c->shard_records ? c->shard_records : CLI_DP_SHARD_DEFAULT;
+}
+
 // Rank 0 (or the one process) writes every file; the other ranks none.
 static int is_root(const train_run *t) { return !t->dp || cli_mpi_rank() == 0; }
 
@@ -396,6 +402,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
         return rc;
     t->k = &t->ktab;
     const train_cfg *c = &t->c;
+    if (c->shard_records && !t->shared) // one process: the bits of N ranks
+        t->dp = 1;
     if (t->dp) // ranks side by side on a host: each on cores of its own
         cli_set_first_core(cli_mpi_local_rank() *
                            clef_threads_resolve(c->threads, NULL));
@@ -457,7 +465,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     t->ws = clef_ws_create_limits(&t->pkg->cfg, &lim);
     if (t->dp && !(t->rss = calloc((size_t)cli_mpi_size(), sizeof(double))))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
-    if (!t->ws || (t->dp && cli_dp_init(&t->dpx, t->hd.nparams)))
+    if (!t->ws ||
+        (t->dp && cli_dp_init(&t->dpx, t->hd.nparams, dp_shard(&t->c))))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     return cli_memory_attention(t->ws, err);
 }
@@ -920,7 +929,7 @@ static void rss_gather(train_run *t)
     cli_mpi_allgather_f64(peak_rss_mb(), t->rss);
 }
 
-// {"ranks": N, "shards": ..., "peak_rss_mb": [per rank]}, or null.
+// {"ranks": N, "shard_records": S, "peak_rss_mb": [per rank]}, or null.
 static json_t *dp_json(const train_run *t)
 {
     if (!t->dp)
@@ -928,10 +937,10 @@ static json_t *dp_json(const train_run *t)
     json_t *rss = json_array();
     for (int r = 0; r < cli_mpi_size(); r++)
         json_array_append_new(rss, json_real(t->rss[r]));
-    return json_pack("{s:i, s:s, s:s, s:o}", "ranks", cli_mpi_size(),
-                     "shards", "one record each",
-                     "combine", "record order, fixed for any rank count",
-                     "peak_rss_mb", rss);
+    return json_pack("{s:i, s:i, s:s, s:o}", "ranks", cli_mpi_size(),
+                     "shard_records", dp_shard(&t->c), "combine",
+                     "shard order, fixed for any rank count", "peak_rss_mb",
+                     rss);
 }
 
 static json_t *artifacts_json(const train_run *t, const char *weights)

@@ -23,6 +23,7 @@ typedef struct train_cfg {
     int has_dropout; // --dropout was given
     int bf16;        // --precision bf16 (else fp32)
     int export_bf16; // --export-dtype bf16 (else f32)
+    int shard_records; // --shard-records S: data-parallel shards (0: none)
     uint64_t seed;
 } train_cfg;
 
@@ -73,20 +74,23 @@ int cli_evaluate_ranks(const clef_kernels *k, const clef_head *hd,
 
 // ---- data-parallel updates (cli/dp.c) ----
 // One update of a batch over the MPI ranks, the same bits for any number of
-// ranks: the batch's shards are its records, record s on rank s mod N (round
-// s / N); each round every rank sends chunk j of its record's gradient to
-// rank j, which adds the round's records into its chunk in record order (the
-// first copied); the chunks are then gathered to every rank, and clipping
-// and AdamW run on every rank alike.
+// ranks: the batch is cut into shards of S consecutive records (the last may
+// be shorter), shard s on rank s mod N (round s / N), each one packed pass;
+// each round every rank sends chunk j of its shard's gradient to rank j,
+// which adds the round's shards into its chunk in shard order (the first
+// copied); the chunks are then gathered to every rank, and clipping and
+// AdamW run on every rank alike. One process (N = 1) gives the same bits.
+#define CLI_DP_SHARD_DEFAULT 1 // records per shard under mpirun
 typedef struct cli_dp {
     int rank, size;
+    int shard;        // records per shard
     int *cnt, *off;   // (size) chunk j of the flat gradient: floats, offset
     int *rcnt, *roff; // (size) what rank j's part of a round lands in
     float *acc;       // (cnt[rank]) this rank's chunk of the sum
     float *recv;      // (size · cnt[rank]) a round's chunks, rank order
     double *loss;     // (size) a round's record losses
 } cli_dp;
-int cli_dp_init(cli_dp *d, size_t nparams);
+int cli_dp_init(cli_dp *d, size_t nparams, int shard);
 void cli_dp_free(cli_dp *d);
 double cli_dp_step(cli_dp *d, const clef_kernels *k, clef_head *hd,
                    const clef_record *const *recs, int n, clef_ws *ws,

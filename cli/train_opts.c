@@ -21,7 +21,7 @@ const char *cli_train_help =
     "       [--patience K] [--min-delta X=0]\n"
     "       [--metric val_loss|val_accuracy]\n"
     "       [--batching sequential|bucketed] [--backend NAME=auto]\n"
-    "       [--threads N] [--quiet]\n"
+    "       [--threads N] [--shard-records S] [--quiet]\n"
     "\n"
     "Trains the package's train records and writes into --run-dir (created;\n"
     "a non-empty one is refused unless --resume points into it):\n"
@@ -71,6 +71,15 @@ const char *cli_train_help =
     "--export-dtype bf16: weights.safetensors (and last.safetensors) hold\n"
     "the weights rounded to BF16 (nearest even), half the size; the\n"
     "checkpoints keep the fp32 master weights either way.\n"
+    "Under mpirun -np N (or srun) training is data-parallel: each batch is\n"
+    "cut into shards of --shard-records S consecutive records (default\n"
+    "1), shard s runs on rank s mod N, and the shards' gradients are summed\n"
+    "in shard order, so the weights are the same bits for every N; S = B\n"
+    "(one shard) gives the bits of clef train without mpirun.\n"
+    "Rank 0 writes every file. --shard-records without mpirun runs the\n"
+    "same sharded update in one process: the bits of any N ranks.\n"
+    "Larger S packs more records per pass (faster per rank) but caps the\n"
+    "ranks that have work at ceil(B / S).\n"
     "--init overrides the package's initial_weights; without either, a\n"
     "fresh head is drawn from --seed. --resume restores weights, AdamW\n"
     "moments and the step from a checkpoint of the same package and\n"
@@ -180,6 +189,8 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
         }
         NUM("--threads",
             cli_parse_int("--threads", v, 1, 4096, &c->threads, err))
+        NUM("--shard-records", cli_parse_int("--shard-records", v, 1, big,
+                                             &c->shard_records, err))
         NUM("--decay-scope", cli_parse_choice("--decay-scope", v, "weights",
                                               "all", &c->decay_all, err))
         NUM("--metric", cli_parse_choice("--metric", v, "val_loss",

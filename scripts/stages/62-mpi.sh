@@ -61,6 +61,18 @@ mpi_stage() {
     [[ $rc -eq 0 && $(steps_of "$w/n10") == 10 ]] &&
         ok "2 ranks against one process, 10 updates: $out" ||
         no "2 ranks against one process, 10 updates: $out"
+    # --shard-records: one process with one-record shards is the 2 ranks'
+    # bits; one shard of the whole batch on 2 ranks is the plain train's
+    timeout 60 "$bin/clef" "${ten[@]}" --shard-records 1 --run-dir "$w/s1p" \
+        >/dev/null 2>&1
+    $mr -np 2 "$bin/clef" "${ten[@]}" --shard-records 4 --run-dir "$w/s4n" \
+        >/dev/null 2>&1
+    cmp -s "$w/s1p/weights.safetensors" "$w/n10/weights.safetensors" &&
+        ok "--shard-records 1 in one process: the bits of 2 ranks" ||
+        no "--shard-records 1 in one process: the bits of 2 ranks"
+    cmp -s "$w/s4n/weights.safetensors" "$w/p10/weights.safetensors" &&
+        ok "--shard-records B on 2 ranks: the bits of plain train" ||
+        no "--shard-records B on 2 ranks: the bits of plain train"
     sweep_tests "$w" "$bin" "$mr"
     rm -rf "$w"
     echo "$p passed, $f failed, $s skipped"
