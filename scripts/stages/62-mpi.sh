@@ -74,10 +74,27 @@ mpi_stage() {
         ok "--shard-records B on 2 ranks: the bits of plain train" ||
         no "--shard-records B on 2 ranks: the bits of plain train"
     sweep_tests "$w" "$bin" "$mr"
+    no_mpi_test "$w" "$mr"
     rm -rf "$w"
     echo "$p passed, $f failed, $s skipped"
     [[ $f -eq 0 ]]
 }
+# A build without MPI (60-sanitize.sh's build-asan) started by mpirun says
+# so and exits 2, writing nothing.
+no_mpi_test() {
+    local w=$1 mr=$2 nb=${CLEF_ASAN_BUILD_DIR:-build-asan}/bin/clef rc=0 out
+    if [[ ! -x $nb || $("$nb" --version 2>/dev/null) != *$'\nmpi: no'* ]]; then
+        echo "skip a build without MPI under mpirun: no such build ($nb)"
+        s=$((s + 1))
+        return 0
+    fi
+    out=$($mr -np 1 "$nb" train --package "$w/pkg/package.json" \
+        --run-dir "$w/nompi" 2>&1) || rc=$?
+    [[ $rc -eq 2 && $out == *"this build has no MPI support"* &&
+        ! -e $w/nompi ]] && ok "a build without MPI under mpirun: exit 2" ||
+        no "a build without MPI under mpirun (rc $rc): $out"
+}
+
 # completed_steps of a run dir's result.json
 steps_of() {
     /usr/bin/python3 -c 'import json, sys
