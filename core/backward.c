@@ -581,8 +581,8 @@ static void d_chunk(const clef_kernels *k, clef_ws *ws, int w, int d, int nc,
         const int t0 = ws->t_off[b], Tb = ws->t_off[b + 1] - t0;
         float *D = ws->dwd + j0;
         if (ws->xrec16[b]) { // x̂ kept in bf16: dM's bf16 copy against it
-            k->gemm_bf16_tn(w, j1 - j0, Tb, ws->dm16 + (size_t)t0 * w, w,
-                            ws->xrec16[b] + j0, d, D, d, b > 0);
+            clef_mm_tn16(k, w, j1 - j0, Tb, ws->dm16 + (size_t)t0 * w, w,
+                         ws->xrec16[b] + j0, d, D, d, b > 0);
             continue;
         }
         const float *xb = ws->xrec[b] + j0;

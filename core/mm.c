@@ -33,8 +33,10 @@ void clef_mm_free(struct clef_mm *mm)
 {
     free(mm->pbf);
     for (int t = 0; t < CLEF_MM_SLOTS; t++)
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 2; i++) {
             free(mm->scr[t][i].p);
+            free(mm->wide[t][i].p);
+        }
     memset(mm, 0, sizeof(*mm));
 }
 
@@ -65,31 +67,24 @@ void clef_mm_refresh(const clef_kernels *k)
     );
 }
 
-// X (rows, cols) with row stride ldx as a bf16 operand: its place in the
-// parameters' mirror (same stride), or a contiguous copy (*ld = cols) in
-// scratch slot (this thread, which). Running out of memory here has no
-// way back into the pass: it stops the process with a message.
-static const uint16_t *operand(const clef_kernels *k, int which, int rows,
-                               int cols, const float *X, int ldx, int *ld)
+// This thread's scratch slot number. Products on more threads than slots
+// have no way back into the pass: the process stops with a message.
+static int slot(void)
 {
-    struct clef_mm *mm = k->mm;
-    if (X >= mm->pbase && X < mm->pbase + mm->pn) {
-        *ld = ldx;
-        return mm->pbf + (X - mm->pbase);
-    }
     const int t = omp_get_thread_num();
     if (t >= CLEF_MM_SLOTS) {
         fprintf(stderr, "clef: bf16 products on thread %d: at most %d\n", t,
                 CLEF_MM_SLOTS);
         abort();
     }
-    clef_mm_buf *b = &mm->scr[t][which];
-    const size_t n = (size_t)rows * cols;
-    *ld = cols > 0 ? cols : 1;
-    if (n == 0) // nothing is read
-        return mm->pbf;
+    return t;
+}
+
+// b grown to n elements of size bytes each (out of memory: stops, as above).
+static void *grow(clef_mm_buf *b, size_t n, size_t size)
+{
     if (b->cap < n) {
-        uint16_t *p = realloc(b->p, sizeof(uint16_t) * n);
+        void *p = realloc(b->p, size * n);
         if (!p) {
             fprintf(stderr,
                     "clef: out of memory for a bf16 operand of "
@@ -99,28 +94,89 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
         }
         b->p = p, b->cap = n;
     }
+    return b->p;
+}
+
+// X (rows, cols) with row stride ldx as a bf16 operand: its place in the
+// parameters' mirror (same stride), or a contiguous copy (*ld = cols) in
+// scratch slot (this thread, which).
+static const uint16_t *operand(const clef_kernels *k, int which, int rows,
+                               int cols, const float *X, int ldx, int *ld)
+{
+    struct clef_mm *mm = k->mm;
+    if (X >= mm->pbase && X < mm->pbase + mm->pn) {
+        *ld = ldx;
+        return mm->pbf + (X - mm->pbase);
+    }
+    const size_t n = (size_t)rows * cols;
+    *ld = cols > 0 ? cols : 1;
+    if (n == 0) // nothing is read
+        return mm->pbf;
+    uint16_t *y = grow(&mm->scr[slot()][which], n, sizeof(uint16_t));
     if (ldx == cols)
-        k->cvt_f32_bf16(n, X, b->p);
+        k->cvt_f32_bf16(n, X, y);
     else
         for (int r = 0; r < rows; r++)
             k->cvt_f32_bf16((size_t)cols, X + (size_t)r * ldx,
-                            b->p + (size_t)r * cols);
-    return b->p;
+                            y + (size_t)r * cols);
+    return y;
+}
+
+// The bf16 operand a (rows, cols, stride la) widened back to float: the
+// same rounded values, each exact in float (*ld = cols).
+static const float *widened(struct clef_mm *mm, int which, int rows, int cols,
+                            const uint16_t *a, int la, int *ld)
+{
+    const size_t n = (size_t)rows * cols;
+    *ld = cols > 0 ? cols : 1;
+    float *w = grow(&mm->wide[slot()][which], n ? n : 1, sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        const uint16_t *x = a + (size_t)r * la;
+        uint32_t *y = (uint32_t *)(void *)(w + (size_t)r * cols);
+        for (int j = 0; j < cols; j++)
+            y[j] = (uint32_t)x[j] << 16;
+    }
+    return w;
 }
 
 // The three forms share one body: op(A) is (M, K) stored (ar, ac), op(B)
 // (K, N) stored (br, bc), as kernels.h lays them out.
 enum { NT, NN, TN };
 
+static clef_gemm_fn f32_of(const clef_kernels *k, int form)
+{
+    return form == NT ? k->gemm_nt : form == NN ? k->gemm_nn : k->gemm_tn;
+}
+
+// C (M, N) [+]= op(A) op(B) on bf16 operands a, b (strides la, lb).
+static void mm16(const clef_kernels *k, int form, int M, int N, int K,
+                 const uint16_t *a, int la, const uint16_t *b, int lb, float *C,
+                 int ldc, int acc)
+{
+    const int ar = form == TN ? K : M, ac = form == TN ? M : K;
+    const int br = form == NT ? N : K, bc = form == NT ? K : N;
+    if (2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS) {
+        // the rounded operands as floats through the fp32 kernel: products
+        // of bf16 values are exact in float, sums in float, as the bf16
+        // kernels compute them, without their tile setup and packing
+        int fa, fb;
+        const float *wa = widened(k->mm, 0, ar, ac, a, la, &fa);
+        const float *wb = widened(k->mm, 1, br, bc, b, lb, &fb);
+        f32_of(k, form)(M, N, K, wa, fa, wb, fb, C, ldc, acc);
+        return;
+    }
+    const clef_gemm_bf16_fn b16 = form == NT   ? k->gemm_bf16_nt
+                                  : form == NN ? k->gemm_bf16_nn
+                                               : k->gemm_bf16_tn;
+    b16(M, N, K, a, la, b, lb, C, ldc, acc);
+}
+
 static void mm(const clef_kernels *k, int form, int M, int N, int K,
                const float *A, int lda, const float *B, int ldb, float *C,
                int ldc, int acc)
 {
     if (!k->mm) {
-        const clef_gemm_fn f32 = form == NT   ? k->gemm_nt
-                                 : form == NN ? k->gemm_nn
-                                              : k->gemm_tn;
-        f32(M, N, K, A, lda, B, ldb, C, ldc, acc);
+        f32_of(k, form)(M, N, K, A, lda, B, ldb, C, ldc, acc);
         return;
     }
     const int ar = form == TN ? K : M, ac = form == TN ? M : K;
@@ -128,10 +184,14 @@ static void mm(const clef_kernels *k, int form, int M, int N, int K,
     int la, lb;
     const uint16_t *a = operand(k, 0, ar, ac, A, lda, &la);
     const uint16_t *b = operand(k, 1, br, bc, B, ldb, &lb);
-    const clef_gemm_bf16_fn b16 = form == NT   ? k->gemm_bf16_nt
-                                  : form == NN ? k->gemm_bf16_nn
-                                               : k->gemm_bf16_tn;
-    b16(M, N, K, a, la, b, lb, C, ldc, acc);
+    mm16(k, form, M, N, K, a, la, b, lb, C, ldc, acc);
+}
+
+void clef_mm_tn16(const clef_kernels *k, int M, int N, int K, const uint16_t *A,
+                  int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                  int acc)
+{
+    mm16(k, TN, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
 void clef_mm_nt(const clef_kernels *k, int M, int N, int K, const float *A,

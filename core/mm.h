@@ -27,7 +27,7 @@ const char *clef_precision_name(int precision);
 // parallel regions too), two operands each, grown on first use.
 #define CLEF_MM_SLOTS 64
 typedef struct clef_mm_buf {
-    uint16_t *p;
+    void *p;    // bf16 (scr) or float (wide) elements
     size_t cap; // elements
 } clef_mm_buf;
 
@@ -36,7 +36,15 @@ struct clef_mm {
     size_t pn;
     uint16_t *pbf; // (pn) their bf16 mirror
     clef_mm_buf scr[CLEF_MM_SLOTS][2];
+    clef_mm_buf wide[CLEF_MM_SLOTS][2]; // small products' operands, float
 };
+
+// Products below this many flops (2·M·N·K) run the rounded operands,
+// widened to float, through the fp32 kernel: the same rounding of the
+// operands and float sums, without the bf16 kernels' fixed cost (AMX tile
+// configuration, 32×32 padding, VNNI packing), which dominates a small
+// head's update.
+#define CLEF_MM_BF16_SMALL_FLOPS 2097152.0
 
 // A bf16 context for head hd: allocates the mirror (not yet filled).
 // 0, or -1 when out of memory.
@@ -58,5 +66,11 @@ void clef_mm_nn(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc);
 void clef_mm_tn(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc);
+
+// The same as clef_mm_tn on operands already in bf16 (a bf16 table only):
+// the x̂ a record keeps in bf16.
+void clef_mm_tn16(const clef_kernels *k, int M, int N, int K, const uint16_t *A,
+                  int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                  int acc);
 
 #endif

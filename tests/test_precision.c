@@ -51,11 +51,55 @@ static uint16_t *rounded(const clef_kernels *k, const float *X, int rows,
     return y;
 }
 
-Test(precision, products_are_the_bf16_kernels_on_rounded_operands)
+// The rounded values of a (n) as floats (bf16 bits in the high half).
+static float *widen(const uint16_t *a, size_t n)
 {
-    const clef_kernels *k = &clef_scalar_kernels;
-    const int M = 7, N = 13, K = 19, pad = 3;
-    uint64_t rng = 77;
+    float *y = clef_test_falloc(n ? n : 1);
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)a[i] << 16;
+        memcpy(y + i, &u, sizeof(float));
+    }
+    return y;
+}
+
+// What clef_mm_* must compute, in bits: below CLEF_MM_BF16_SMALL_FLOPS the
+// table's fp32 kernel on the rounded operands, else its bf16 kernel.
+static void expected_product(const clef_kernels *k, int form, int M, int N,
+                             int K, const uint16_t *a, int la, int ar,
+                             const uint16_t *b, int lb, int br, float *C)
+{
+    if (2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS) {
+        float *fa = widen(a, (size_t)ar * la), *fb = widen(b, (size_t)br * lb);
+        const clef_gemm_fn f = form == 0   ? k->gemm_nt
+                               : form == 1 ? k->gemm_nn
+                                           : k->gemm_tn;
+        f(M, N, K, fa, la, fb, lb, C, N, 1);
+        free(fa), free(fb);
+        return;
+    }
+    const clef_gemm_bf16_fn f = form == 0   ? k->gemm_bf16_nt
+                                : form == 1 ? k->gemm_bf16_nn
+                                            : k->gemm_bf16_tn;
+    f(M, N, K, a, la, b, lb, C, N, 1);
+}
+
+static void mm_form(const clef_kernels *kb, int form, int M, int N, int K,
+                    const float *A, int lda, const float *B, int ldb, float *C)
+{
+    if (form == 0)
+        clef_mm_nt(kb, M, N, K, A, lda, B, ldb, C, N, 1);
+    else if (form == 1)
+        clef_mm_nn(kb, M, N, K, A, lda, B, ldb, C, N, 1);
+    else
+        clef_mm_tn(kb, M, N, K, A, lda, B, ldb, C, N, 1);
+}
+
+// One shape (M, N, K) of every form, two passes (the second after the
+// parameters changed and the mirror was refreshed).
+static void products_case(const clef_kernels *k, int M, int N, int K)
+{
+    const int pad = 3;
+    uint64_t rng = 77 + (uint64_t)M;
     // the "parameters": B of every form, stored with a stride
     const size_t np = (size_t)(N + K) * (N + K + pad);
     float *params = clef_test_falloc(np);
@@ -68,6 +112,7 @@ Test(precision, products_are_the_bf16_kernels_on_rounded_operands)
     clef_mm_refresh(&kb);
     float *got = clef_test_falloc((size_t)M * N);
     float *want = clef_test_falloc((size_t)M * N);
+    float *stale = clef_test_falloc((size_t)M * N);
     for (int form = 0; form < 3; form++) {
         // nt: A (M,K), B (N,K); nn: A (M,K), B (K,N); tn: A (K,M), B (K,N)
         const int ar = form == 2 ? K : M, ac = form == 2 ? M : K;
@@ -78,41 +123,40 @@ Test(precision, products_are_the_bf16_kernels_on_rounded_operands)
                 got[i] = want[i] = 0.5f; // accumulate onto the same C
             uint16_t *a = rounded(k, A, ar, ac, lda);
             uint16_t *b = rounded(k, params, br, bc, ldb);
-            const clef_gemm_bf16_fn ref = form == 0   ? k->gemm_bf16_nt
-                                          : form == 1 ? k->gemm_bf16_nn
-                                                      : k->gemm_bf16_tn;
-            ref(M, N, K, a, ac, b, bc, want, N, 1);
-            if (form == 0)
-                clef_mm_nt(&kb, M, N, K, A, lda, params, ldb, got, N, 1);
-            else if (form == 1)
-                clef_mm_nn(&kb, M, N, K, A, lda, params, ldb, got, N, 1);
-            else
-                clef_mm_tn(&kb, M, N, K, A, lda, params, ldb, got, N, 1);
+            expected_product(k, form, M, N, K, a, ac, ar, b, bc, br, want);
+            mm_form(&kb, form, M, N, K, A, lda, params, ldb, got);
             cr_expect_eq(memcmp(got, want, sizeof(float) * M * N), 0,
-                         "form %d pass %d: not the bf16 kernel's bits", form,
-                         pass);
+                         "%dx%dx%d form %d pass %d: not the %s's bits", M, N,
+                         K, form, pass,
+                         2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS
+                             ? "fp32 kernel on the rounded operands"
+                             : "bf16 kernel");
             free(a), free(b);
             // pass 1: new parameters, seen once the mirror is refreshed
             for (size_t i = 0; i < np; i++)
                 params[i] = -params[i] * 0.75f;
-            float *stale = clef_test_falloc((size_t)M * N);
             memcpy(stale, got, sizeof(float) * M * N);
             for (int i = 0; i < M * N; i++)
                 got[i] = 0.5f;
-            if (form == 0)
-                clef_mm_nt(&kb, M, N, K, A, lda, params, ldb, got, N, 1);
-            else if (form == 1)
-                clef_mm_nn(&kb, M, N, K, A, lda, params, ldb, got, N, 1);
-            else
-                clef_mm_tn(&kb, M, N, K, A, lda, params, ldb, got, N, 1);
+            mm_form(&kb, form, M, N, K, A, lda, params, ldb, got);
             cr_expect_eq(memcmp(got, stale, sizeof(float) * M * N), 0,
                          "form %d: the mirror changed without a refresh", form);
-            free(stale);
             clef_mm_refresh(&kb);
         }
     }
     clef_mm_free(&mm);
-    free(params), free(A), free(got), free(want);
+    free(params), free(A), free(got), free(want), free(stale);
+}
+
+// Both sides of CLEF_MM_BF16_SMALL_FLOPS (7·13·19: small; 40·72·400 = 2.3
+// MFLOP: the bf16 kernels).
+Test(precision, products_are_the_bf16_kernels_on_rounded_operands)
+{
+    const clef_kernels *k = &clef_scalar_kernels;
+    cr_assert(2.0 * 7 * 13 * 19 < CLEF_MM_BF16_SMALL_FLOPS &&
+              2.0 * 40 * 72 * 400 >= CLEF_MM_BF16_SMALL_FLOPS);
+    products_case(k, 7, 13, 19);
+    products_case(k, 40, 72, 400);
 }
 
 Test(precision, fp32_table_is_untouched)
