@@ -41,6 +41,11 @@ netns_stage() {
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     # not local: the EXIT trap runs after this function has returned
     A=clefA$$ B=clefB$$ net=10.211.$((RANDOM % 200 + 20)) running=
+    # `ip netns add` bind-mounts /run/netns onto itself the first time; where
+    # it then fails (a chroot: "mount --make-rslave /" refused) the mount
+    # stays, and would keep the chroot from being removed
+    netns_mounted=0
+    mountpoint -q /run/netns 2>/dev/null && netns_mounted=1
     w=$(mktemp -d)
     trap 'netns_down; rm -rf "$w"' EXIT
     trap 'kill "$running" 2>/dev/null; wait "$running"; exit 130' INT TERM HUP
@@ -108,9 +113,16 @@ netns_up() {
 }
 
 # Deletes the namespaces (their veth goes with them); quiet if never made.
+# Unmounts /run/netns when the stage mounted it and no namespace is left.
 netns_down() {
     timeout 10 ip netns del "$A" 2>/dev/null || true
     timeout 10 ip netns del "$B" 2>/dev/null || true
+    # (no mountpoint test here: without /proc it cannot see a bind mount
+    # of the same file system; umount of a plain directory just fails)
+    if [[ $netns_mounted == 0 && -d /run/netns &&
+        -z $(ls -A /run/netns 2>/dev/null) ]]; then
+        timeout 10 umount /run/netns 2>/dev/null || true
+    fi
 }
 
 # The rsh agent Open MPI runs as `AGENT [OPTIONS] HOST COMMAND...`.
