@@ -15,11 +15,11 @@ sweep: the seed's long experiment (16 runs, sweep_bench.py's seed case):
 `mpirun -np 2 clef sweep --parallel 1` against `clef sweep --parallel 2`, wall
 time, and every run's weights the same bytes both ways.
 """
-import argparse, json, os, shutil, subprocess, sys, tempfile
+import argparse, json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sweep_bench import (MID_FIXTURE, SEED_FIXTURE, SEED_GRID, SEED_SHARED,  # noqa: E402
-                         sha, timed)
+                         run_cases, sha, timed)
 
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none"]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -102,18 +102,9 @@ def main():
     ap.add_argument("--out")
     a = ap.parse_args()
     clef = os.path.abspath(os.path.join(a.bin, "clef"))
-    work = tempfile.mkdtemp(prefix="clef-mpi-bench-")
-    out = []
-    try:
-        if a.case in ("dp", "both"):
-            out.append(dp_case(clef, work))
-        if a.case in ("sweep", "both"):
-            out.append(sweep_case(clef, work))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if a.out:
-        json.dump(out, open(a.out, "w"), indent=2)
-    return 0 if all(r["weights_identical"] for r in out) else 1
+    return run_cases("clef-mpi-bench-", {"dp": lambda w: dp_case(clef, w),
+                                         "sweep": lambda w: sweep_case(clef, w)},
+                     a.case, a.out)
 
 
 if __name__ == "__main__":

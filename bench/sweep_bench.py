@@ -85,24 +85,33 @@ def case(name, binary, work, fixture, grid, shared):
     return res
 
 
+def run_cases(prefix, cases, names, out_path):
+    """Runs cases[name](work) for the chosen names ("both": all) in one temp
+    dir, writes their results to out_path (if any); 1 when a case's weights
+    were not identical both ways."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    out = []
+    try:
+        for name, fn in cases.items():
+            if names in (name, "both"):
+                out.append(fn(work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if out_path:
+        json.dump(out, open(out_path, "w"), indent=2)
+    return 0 if all(r["weights_identical"] for r in out) else 1
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="build/bin")
     ap.add_argument("--case", default="both", choices=["seed", "mid", "both"])
     ap.add_argument("--out")
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="clef-sweep-bench-")
-    out = []
-    try:
-        if a.case in ("seed", "both"):
-            out.append(case("seed", a.bin, work, SEED_FIXTURE, SEED_GRID, SEED_SHARED))
-        if a.case in ("mid", "both"):
-            out.append(case("mid", a.bin, work, MID_FIXTURE, MID_GRID, MID_SHARED))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if a.out:
-        json.dump(out, open(a.out, "w"), indent=2)
-    return 0 if all(r["weights_identical"] for r in out) else 1
+    return run_cases("clef-sweep-bench-", {
+        "seed": lambda w: case("seed", a.bin, w, SEED_FIXTURE, SEED_GRID, SEED_SHARED),
+        "mid": lambda w: case("mid", a.bin, w, MID_FIXTURE, MID_GRID, MID_SHARED),
+    }, a.case, a.out)
 
 
 if __name__ == "__main__":
