@@ -13,6 +13,7 @@
 #include "mm.h"
 #include "par.h"
 #include "rows.h"
+#include "safetensors.h"
 
 #include <math.h>
 #include <string.h>
@@ -22,14 +23,6 @@ static void zero(float *x, size_t n)
     clef_rows_zero(x, n);
 }
 
-// A bf16 value as float (exact).
-static float bf16_value(uint16_t h)
-{
-    const uint32_t u = (uint32_t)h << 16;
-    float v;
-    memcpy(&v, &u, sizeof(v));
-    return v;
-}
 
 // What every part of one backward pass reads: the kernels, the head (its
 // params hd->p and grads hd->g), the workspace of the batch's forward pass,
@@ -680,10 +673,10 @@ static void span_means_bwd(clef_head *hd, const clef_ws *ws)
         const size_t last =
             (size_t)(ws->t_off[b + 1] - ws->t_off[b] - 1) * d;
         const float *xlast = ws->xrec16[b] ? NULL : ws->xrec[b] + last;
+        const uint16_t *x16 = ws->xrec16[b] ? ws->xrec16[b] + last : NULL;
         const float *dg = ws->dg + (size_t)b * d;
         for (int i = 0; i < d; i++) {
-            g_gamma[i] += dg[i] * (xlast ? xlast[i]
-                                         : bf16_value(ws->xrec16[b][last + i]));
+            g_gamma[i] += dg[i] * (xlast ? xlast[i] : clef_bf16_to_f32(x16[i]));
             g_beta[i] += dg[i];
         }
     }

@@ -1,6 +1,7 @@
 // Matrix products in fp32 or bf16 (mm.h).
 #include "mm.h"
 #include "par.h"
+#include "safetensors.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,9 +133,9 @@ static const float *widened(struct clef_mm *mm, int which, int rows, int cols,
     float *w = grow(&mm->wide[slot()][which], n ? n : 1, sizeof(float));
     for (int r = 0; r < rows; r++) {
         const uint16_t *x = a + (size_t)r * la;
-        uint32_t *y = (uint32_t *)(void *)(w + (size_t)r * cols);
+        float *y = w + (size_t)r * cols;
         for (int j = 0; j < cols; j++)
-            y[j] = (uint32_t)x[j] << 16;
+            y[j] = clef_bf16_to_f32(x[j]);
     }
     return w;
 }

@@ -100,15 +100,6 @@ float clef_f16_to_f32(uint16_t h)
     return x;
 }
 
-// Exact: bf16 is the top half of a float32.
-float clef_bf16_to_f32(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &bits, sizeof(x));
-    return x;
-}
-
 // ---- reading ----
 
 static char *st_strdup(const char *s)

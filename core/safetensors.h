@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "err.h"
 
@@ -86,6 +87,15 @@ int clef_st_write(const char *path, const clef_st_entry *e, int n,
 
 // Half-precision conversions (round to nearest even).
 float clef_f16_to_f32(uint16_t h);
-float clef_bf16_to_f32(uint16_t h);
+
+// Exact: bf16 is the top half of a float32 (inline: the bf16 products
+// widen whole operands with it).
+static inline float clef_bf16_to_f32(uint16_t h)
+{
+    const uint32_t bits = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &bits, sizeof(x));
+    return x;
+}
 
 #endif
