@@ -81,6 +81,7 @@ static inline vm vf_le(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
 static inline vm vf_gt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 static inline vm vf_isnan(vf a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
 static inline int vm_any(vm m) { return _mm256_movemask_ps(m) != 0; }
+static inline int vm_all(vm m) { return _mm256_movemask_ps(m) == 0xff; }
 static inline vf vf_select(vm m, vf a, vf b) { return _mm256_blendv_ps(b, a, m); }
 
 static inline vf vf_pow2i(vf n)

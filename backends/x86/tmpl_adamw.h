@@ -1,13 +1,14 @@
 // AdamW (torch.optim.AdamW, HEAD.md §8), written once against the vf layer.
 // Memory-bound: θ, g, m, v read once, θ, m, v written once. Same operations
 // in the same order as the scalar reference and no FMA, so every lane rounds
-// exactly as clef_f32_adamw__scalar: the result is bitwise equal.
+// exactly as clef_f32_adamw__scalar: the result is bitwise equal (the
+// division by bc2_sqrt, one value for all, runs as vf_div_by: the same bits).
 //   θ ← θ·keep;  m ← β1 m + (1−β1) g;  v ← β2 v + ((1−β2) g) g;
 //   θ ← θ − (step_size·m) / (√v / bc2_sqrt + eps)
 
 static inline void adamw_v(float *theta, const float *g, float *m, float *v,
                            int t, vf keep, vf b1, vf c1, vf b2, vf c2, vf step,
-                           vf bc2, vf eps)
+                           vf bc2, vf rbc2, int by, vf eps)
 {
     vf th = t == VW ? vf_load(theta) : vf_loadn(theta, t);
     vf gi = t == VW ? vf_load(g) : vf_loadn(g, t);
@@ -16,7 +17,8 @@ static inline void adamw_v(float *theta, const float *g, float *m, float *v,
     th = vf_mul(th, keep);
     mi = vf_add(vf_mul(b1, mi), vf_mul(c1, gi));
     vi = vf_add(vf_mul(b2, vi), vf_mul(vf_mul(c2, gi), gi));
-    vf den = vf_add(vf_div(vf_sqrt(vi), bc2), eps);
+    vf sq = vf_sqrt(vi);
+    vf den = vf_add(by ? vf_div_by(sq, bc2, rbc2) : vf_div(sq, bc2), eps);
     th = vf_sub(th, vf_div(vf_mul(step, mi), den));
     if (t == VW) {
         vf_store(theta, th);

@@ -979,8 +979,11 @@ static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
             for (int st = c0; st < c1; st++) {
                 int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
                 const float *pf = nn_strip_next(K, B, ldb, KB, k0, st, c0, c1);
-                for (int i = 0; i < M; i += GEMM_ROWS_2V_MAX) {
-                    int R = M - i < GEMM_ROWS_2V_MAX ? M - i : GEMM_ROWS_2V_MAX;
+                // one-vector strips: 8 rows' chains side by side (the
+                // latency of 96-long chains, T rows of a record, is the limit)
+                const int rb = w <= VW ? 8 : GEMM_ROWS_2V_MAX;
+                for (int i = 0; i < M; i += rb) {
+                    int R = M - i < rb ? M - i : rb;
                     gemm_rows_call(R, kb, A + (size_t)i * lda + k0,
                                    (size_t)lda, 1, B + (size_t)k0 * ldb + j,
                                    ldb, C + (size_t)i * ldc + j, ldc, w, acc,

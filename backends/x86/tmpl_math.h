@@ -234,4 +234,34 @@ static inline vf vf_norm_cdf(vf x, vf *e2)
     return vf_select(vf_lt(xc, vf_zero()), h, vf_sub(vf_set1(1.0f), h));
 }
 
+// a / b in every lane for one b shared by all of them (a softmax row's sum,
+// AdamW's √(1 − β2ᵗ)), bitwise equal to vf_div(a, vf_set1(b)), on the FMA
+// units instead of the divider (a zmm vdivps is about four times the cost).
+// rb = 1/b rounded to nearest (one scalar division per b). With x = a/b:
+//   q0 = RN(a·rb)             within 1.5 ulp of x
+//   q1 = RN(q0 + RN(a − b·q0)·rb)  within 1 ulp (the error left is ~2⁻²³ ulp)
+//   q2 = RN(q1 + (a − b·q1)·rb)    = RN(x): the remainder is exact in an FMA
+//                                  (q1 within 1 ulp, nothing underflows) and
+//                                  Markstein's theorem applies (rb within
+//                                  ½ ulp of 1/b, q1 within 1 ulp of x).
+// Its preconditions hold when vf_div_by_ok(b) (b in [2⁻²⁰, 2²⁰]) and every
+// |a| is 0 or in [2⁻¹⁰⁰, 2¹⁰⁰]: no quotient or remainder leaves the normal
+// range. A vector with any other lane (tiny, huge, Inf, NaN) is divided.
+// The sign bit of a is ORed in so that −0 / b gives −0 as the division does.
+// tests/test_div_by.c compares it with the division, in bits.
+static inline int vf_div_by_ok(float b) { return b >= 0x1p-20f && b <= 0x1p20f; }
+
+static inline vf vf_div_by(vf a, vf b, vf rb)
+{
+    vf t = vf_abs(a);
+    t = vf_select(vf_le(t, vf_zero()), vf_set1(1.0f), t); // 0 is exact too
+    if (!vm_all(vf_le(vf_set1(0x1p-100f), t)) ||
+        !vm_all(vf_le(t, vf_set1(0x1p100f))))
+        return vf_div(a, b);
+    vf q = vf_mul(a, rb);
+    q = vf_fma(vf_fnma(q, b, a), rb, q);
+    q = vf_fma(vf_fnma(q, b, a), rb, q);
+    return vf_or(q, vf_and(a, vf_set1(-0.0f)));
+}
+
 #endif
