@@ -209,3 +209,36 @@ static void threads_bitwise(const char *isa)
 
 Test(isa_gemm, avx512_threads_bitwise) { threads_bitwise("avx512"); }
 Test(isa_gemm, avx2_threads_bitwise) { threads_bitwise("avx2"); }
+
+// avx512's tn with C 8 wide runs 16 rows of C per zmm column
+// (gemm_tn_n8_rows16) and hands the rows left over to AVX2: its C must be
+// the AVX2 kernel's bit for bit (the same FMA chain per element), over row
+// counts around 16-row blocks, short and long K, both accumulate modes.
+Test(isa_gemm, avx512_tn_n8_bitwise_avx2)
+{
+    const clef_kernels *k512 = isa_table_or_skip("avx512");
+    const clef_kernels *k2 = isa_table_or_skip("avx2");
+    static const int ms[] = {16, 17, 31, 32, 33, 96, 100, 203};
+    static const int ks[] = {1, 3, 8, 13, 40};
+    uint64_t rng = 0x7e8u;
+    for (int mi = 0; mi < 8; mi++)
+        for (int ki = 0; ki < 5; ki++)
+            for (int acc = 0; acc < 2; acc++) {
+                const int M = ms[mi], K = ks[ki], lda = M + PAD_A, ldb = 8 + PAD_B;
+                const int ldc = 8 + PAD_C;
+                const size_t nc = (size_t)M * ldc;
+                float *A = clef_test_falloc((size_t)K * lda);
+                float *B = clef_test_falloc((size_t)K * ldb);
+                float *C1 = clef_test_falloc(nc), *C2 = clef_test_falloc(nc);
+                clef_test_fill_uniform(A, (size_t)K * lda, -1.0f, 1.0f, &rng);
+                clef_test_fill_uniform(B, (size_t)K * ldb, -1.0f, 1.0f, &rng);
+                clef_test_fill_uniform(C1, nc, -2.0f, 2.0f, &rng);
+                clef_test_fcopy(C2, C1, nc);
+                k512->gemm_tn(M, 8, K, A, lda, B, ldb, C1, ldc, acc);
+                k2->gemm_tn(M, 8, K, A, lda, B, ldb, C2, ldc, acc);
+                long d = clef_test_first_diff(C1, C2, nc);
+                cr_assert(d < 0, "tn M=%d N=8 K=%d accumulate=%d: avx512 and avx2 differ at %ld",
+                          M, K, acc, d);
+                free(A), free(B), free(C1), free(C2);
+            }
+}

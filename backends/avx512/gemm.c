@@ -1,7 +1,8 @@
 // AVX-512 GEMM: 14x32 zmm microkernel (28 accumulators, 2 B vectors, one
 // broadcast = 31 of 32 registers), packing and blocking in
 // backends/x86/tmpl_gemm.h, small-shape path without packing; rows or dot
-// products of 8 floats or fewer go to the AVX2 kernel (ymm is faster there).
+// products of 8 floats or fewer go to the AVX2 kernel (ymm is faster there),
+// except a tn exactly 8 wide, which runs 16 of its rows per zmm.
 //   clef_f32_gemm_nt_14x32__avx512  C (M,N) [+]= A (M,K) · B (N,K)ᵀ
 //   clef_f32_gemm_nn_14x32__avx512  C (M,N) [+]= A (M,K) · B (K,N)
 //   clef_f32_gemm_tn_14x32__avx512  C (M,N) [+]= A (K,M)ᵀ · B (K,N)
@@ -152,8 +153,54 @@ void clef_f32_gemm_nn_14x32__avx512(GEMM_ARGS)
     gemm_nn_wide(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
+// tn with C exactly 8 wide and one thread's worth of work (a tiny head's
+// memory gradient dmem (T, w) += Aᵀ dY, K = a record's query rows), 16 rows
+// of C at a time: s[j] holds column j of those rows, so each k is one load
+// of A's row, 8 broadcasts of B's and 8 zmm FMAs (AVX2's rows_1v: 16
+// broadcasts and 16 ymm FMAs), then one register transpose adds s into C.
+// Each element is rows_1v's chain (k ascending from zero, a·b, then the add
+// into C): the bits of the AVX2 kernel, which takes the rows left over.
+// Returns the rows done.
+static int gemm_tn_n8_rows16(int M, int K, const float *A, int lda,
+                             const float *B, int ldb, float *C, int ldc,
+                             int accum)
+{
+    const int m16 = M / 16 * 16;
+    for (int i = 0; i < m16; i += 16) {
+        __m512 s[8];
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) s[j] =
+            _mm512_setzero_ps();
+        for (int k = 0; k < K; k++) {
+            const __m512 a = _mm512_loadu_ps(A + (size_t)k * lda + i);
+            const float *b = B + (size_t)k * ldb;
+            _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) s[j] =
+                _mm512_fmadd_ps(a, _mm512_set1_ps(b[j]), s[j]);
+        }
+        vf_transpose8x2(s); // s[r]: rows i + r (low half), i + 8 + r (high)
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
+            float *c0 = C + (size_t)(i + r) * ldc, *c1 = c0 + (size_t)8 * ldc;
+            __m256 lo = _mm512_castps512_ps256(s[r]);
+            __m256 hi = _mm512_extractf32x8_ps(s[r], 1);
+            if (accum) {
+                lo = _mm256_add_ps(_mm256_loadu_ps(c0), lo);
+                hi = _mm256_add_ps(_mm256_loadu_ps(c1), hi);
+            }
+            _mm256_storeu_ps(c0, lo);
+            _mm256_storeu_ps(c1, hi);
+        }
+    }
+    return m16;
+}
+
 void clef_f32_gemm_tn_14x32__avx512(GEMM_ARGS)
 {
+    if (N == 8 && M >= 16 && gemm_threads(M, N, K) == 1) {
+        const int i = gemm_tn_n8_rows16(M, K, A, lda, B, ldb, C, ldc, accumulate);
+        if (i < M)
+            clef_f32_gemm_tn_6x16__avx2(M - i, N, K, A + i, lda, B, ldb,
+                                        C + (size_t)i * ldc, ldc, accumulate);
+        return;
+    }
     CLEF_NARROW(N <= 8, clef_f32_gemm_tn_6x16__avx2(M, N, K, A, lda, B, ldb, C,
                                                     ldc, accumulate));
     gemm_tn_wide(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
