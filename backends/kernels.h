@@ -346,6 +346,14 @@ _Static_assert(CLEF_OP_COUNT == CLEF_OP_COUNT_EXPECTED,
 // scratch (the caller then runs the plain GEMM on the unpacked operand).
 // Its bits are those of the same backend's plain GEMM whenever that takes
 // its packed path, and never depend on the thread count.
+// For operands too small to pack (a tiny head's memory), optionally, B
+// transposed once instead:
+//   pack_bt(N, K, B, ldb, Bt)   Bt (K, N) ld N = Bᵀ for B (N, K)
+//   gemm_nt_bt(M, N, K, A, lda, Bt, ldbt, C, ldc, accumulate)
+//                    C (M,N) [+]= A · B ᵀ from Bt = Bᵀ (K, N, ld ldbt), with
+//                    the bits of this backend's gemm_nt on B; -1 with C
+//                    untouched when that call would not take the path this
+//                    one mirrors (the caller then runs gemm_nt).
 #define CLEF_PACK_PAD 64
 typedef struct clef_gemm_prepack {
     const char *name;
@@ -359,6 +367,10 @@ typedef struct clef_gemm_prepack {
                    float *Bp);
     int (*gemm_pb)(int a_trans, int M, int N, int K, const float *A, int lda,
                    const float *Bp, float *C, int ldc, int accumulate);
+    void (*pack_bt)(int N, int K, const float *B, int ldb, float *Bt);
+    int (*gemm_nt_bt)(int M, int N, int K, const float *A, int lda,
+                      const float *Bt, int ldbt, float *C, int ldc,
+                      int accumulate);
 } clef_gemm_prepack;
 
 // A backend: one function pointer per op plus the name of the kernel behind

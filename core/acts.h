@@ -25,6 +25,7 @@ typedef struct route_acts {
     float *att;  // probabilities         (h, O, T)
     float *qt, *mt; // absorbed form (core/memattn.h)   (h·O, w) each
     clef_mempack mpk; // mn.y pre-packed (nt, nn: clef_mempack_bound each)
+                      // or transposed (t: T·w when too narrow to pack)
     float *o;    // attention output      (O, w)
     float *r1;   // R' = R + MHA          (O, w)
     ln_acts fn;  // feedforward_norm(R')  (O, w)
@@ -74,9 +75,13 @@ struct clef_ws {
     // memories of the absorbed attentions and dM for D. prepack_off: the
     // workspace was told not to (clef_ws_set_prepack, CLEF_PREPACK=0).
     const clef_gemm_prepack *pk;
+    // a head too narrow to pack keeps its memories transposed instead
+    // (clef_mempack.transposed): the table doing that, or NULL
+    const clef_gemm_prepack *pk_t;
     int prepack_off;
     size_t *pk_nt_off, *pk_nn_off; // (nb+1) record offsets in every pack
     clef_mempack field_mpk;        // M pre-packed (clef_mempack_bound each)
+                                   // or transposed (t: T·w, narrow heads)
     float *dm_pk;                  // dM pre-packed as op(A) of D, per record
     size_t *pk_a_off;              // (nb+1) record offsets in dm_pk
     // packed per-record constants (pointers into the record when nb == 1)

@@ -234,7 +234,7 @@ static mha_view memory_view(const clef_ws *ws, att_rows rows, const float *mem,
                              .m_off = rows.m_off,
                              .mem = mem,
                              .ldm = w,
-                             .pk = ws->pk ? pk : NULL};
+                             .pk = ws->pk || ws->pk_t ? pk : NULL};
     v.ab.scr = ws->mscr1;
     v.ab.scr2 = ws->mscr2;
     v.ab.ascr = ws->mascr;
@@ -384,9 +384,17 @@ static void score_fwd(const clef_kernels *k, const clef_head *hd, clef_ws *ws,
 
 static void mempack_bind(clef_mempack *m, const clef_ws *ws)
 {
-    m->ops = ws->pk;
+    m->ops = ws->pk ? ws->pk : ws->pk_t;
     m->nt_off = ws->pk_nt_off;
     m->nn_off = ws->pk_nn_off;
+    m->transposed = ws->pk_t != NULL;
+}
+
+static void mempacks_bind(clef_ws *ws)
+{
+    mempack_bind(&ws->field_mpk, ws);
+    for (int i = 0; i < ws->cfg.R; i++)
+        mempack_bind(&ws->route[i].mpk, ws);
 }
 
 // Which pre-packed operands this batch uses (ws->pk, NULL for none) and
@@ -394,9 +402,12 @@ static void mempack_bind(clef_mempack *m, const clef_ws *ws)
 static void prepack_setup(const clef_kernels *k, clef_ws *ws)
 {
     const int w = ws->cfg.w;
-    ws->pk = k->prepack && !ws->prepack_off && clef_ws_prepacks(&ws->cfg)
-                 ? k->prepack
-                 : NULL;
+    const int on = k->prepack && !ws->prepack_off;
+    ws->pk = on && clef_ws_prepacks(&ws->cfg) ? k->prepack : NULL;
+    // too narrow to pack: the memories transposed, read by gemm_nt_bt
+    ws->pk_t = on && !ws->pk && k->prepack->gemm_nt_bt ? k->prepack : NULL;
+    if (ws->pk_t)
+        mempacks_bind(ws);
     if (!ws->pk)
         return;
     ws->pk_nt_off[0] = ws->pk_nn_off[0] = 0;
@@ -409,9 +420,7 @@ static void prepack_setup(const clef_kernels *k, clef_ws *ws)
     }
     // the packs' buffers are the workspace's (carve); their layout is this
     // batch's
-    mempack_bind(&ws->field_mpk, ws);
-    for (int i = 0; i < ws->cfg.R; i++)
-        mempack_bind(&ws->route[i].mpk, ws);
+    mempacks_bind(ws);
 }
 
 // Sections 1-2: X = x̂ ⊙ γ + β (T, d); M = X W_mᵀ (T, w); the span means
@@ -523,7 +532,7 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
 
     // the memories' packs for the absorbed attentions (memattn.h)
     prepack_setup(k, ws);
-    if (ws->absorb_field && ws->pk && c->L) {
+    if (ws->absorb_field && (ws->pk || ws->pk_t) && c->L) {
         const mha_view v = clef_field_view(ws, 0);
         clef_memattn_pack(&v.ab.ma);
     }

@@ -116,8 +116,12 @@ void clef_memattn_pack(const clef_memattn *ma)
     CLEF_PAR_FOR(ma->nb > 1, int, b, ma->nb,
         const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
         const float *mem = ma->mem + (size_t)t0 * ma->ldm;
-        pk->ops->pack_b(1, T, ma->w, mem, ma->ldm, pk->nt + pk->nt_off[b]);
-        pk->ops->pack_b(0, ma->w, T, mem, ma->ldm, pk->nn + pk->nn_off[b]);
+        if (pk->transposed) {
+            pk->ops->pack_bt(T, ma->w, mem, ma->ldm, pk->t + (size_t)t0 * ma->w);
+        } else {
+            pk->ops->pack_b(1, T, ma->w, mem, ma->ldm, pk->nt + pk->nt_off[b]);
+            pk->ops->pack_b(0, ma->w, T, mem, ma->ldm, pk->nn + pk->nn_off[b]);
+        }
     );
 }
 
@@ -127,11 +131,16 @@ static void mem_nt(const clef_kernels *k, const clef_memattn *ma, int b, int n,
 {
     const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
     const clef_mempack *pk = ma->pk;
-    if (pk && pk->ops->gemm_pb(0, n, T, ma->w, X, ma->w, pk->nt + pk->nt_off[b],
-                               C, T, acc) == 0)
+    if (pk && pk->transposed &&
+        pk->ops->gemm_nt_bt(n, T, ma->w, X, ma->w, pk->t + (size_t)t0 * ma->w,
+                            T, C, T, acc) == 0)
         return;
-    clef_mm_nt(k, n, T, ma->w, X, ma->w, ma->mem + (size_t)t0 * ma->ldm, ma->ldm,
-               C, T, acc);
+    if (pk && !pk->transposed &&
+        pk->ops->gemm_pb(0, n, T, ma->w, X, ma->w, pk->nt + pk->nt_off[b], C, T,
+                         acc) == 0)
+        return;
+    clef_mm_nt(k, n, T, ma->w, X, ma->w, ma->mem + (size_t)t0 * ma->ldm,
+               ma->ldm, C, T, acc);
 }
 
 // C (n, w) [+]= P (n, T_b) · mem_b: record b's A mem or dS mem.
@@ -140,8 +149,9 @@ static void mem_nn(const clef_kernels *k, const clef_memattn *ma, int b, int n,
 {
     const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
     const clef_mempack *pk = ma->pk;
-    if (pk && pk->ops->gemm_pb(0, n, ma->w, T, P, T, pk->nn + pk->nn_off[b], C,
-                               ma->w, acc) == 0)
+    if (pk && !pk->transposed &&
+        pk->ops->gemm_pb(0, n, ma->w, T, P, T, pk->nn + pk->nn_off[b], C, ma->w,
+                         acc) == 0)
         return;
     clef_mm_nn(k, n, ma->w, T, P, T, ma->mem + (size_t)t0 * ma->ldm, ma->ldm, C,
                ma->w, acc);

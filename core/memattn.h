@@ -24,10 +24,17 @@
 // layers all read the same M, so it is packed once per batch instead of
 // once per product. Record b's op(B) of qt memᵀ (N = T_b, K = w) starts at
 // nt + nt_off[b], that of A mem (N = w, K = T_b) at nn + nn_off[b].
+// A head too narrow to pack (clef_ws_prepacks false) keeps its memory
+// transposed instead when ops has gemm_nt_bt (transposed 1): record b's
+// memᵀ (w, T_b) at t + w·t_off[b], read by qt memᵀ and dmt memᵀ, which
+// would otherwise transpose the memory on every call; A mem and the
+// backward's products read the memory itself.
 typedef struct clef_mempack {
     const clef_gemm_prepack *ops;
     float *nt, *nn;
     const size_t *nt_off, *nn_off; // (nb + 1) each
+    float *t;                      // (T, w) floats, used when transposed
+    int transposed;
 } clef_mempack;
 
 // The batch as one memory attention sees it. Queries of record b are rows
@@ -48,7 +55,7 @@ size_t clef_mempack_nt_floats(const clef_gemm_prepack *ops, int T, int w);
 size_t clef_mempack_nn_floats(const clef_gemm_prepack *ops, int T, int w);
 // A bound on Σ_b of either, for nb records of T rows in all.
 size_t clef_mempack_bound(int nb, int T, int w);
-// Packs ma->mem into ma->pk (records in parallel).
+// Packs (or transposes) ma->mem into ma->pk (records in parallel).
 void clef_memattn_pack(const clef_memattn *ma);
 
 // The absorbed form of one attention: the batch view, its projected queries

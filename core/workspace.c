@@ -45,8 +45,11 @@ static void carve(clef_ws *ws, arena *a)
     const size_t d = c->d, w = c->w, f = c->f, h = c->h;
     // a memory pre-packed in each layout (memattn.h), when this head uses it
     const size_t pk = clef_ws_prepacks(c) ? clef_mempack_bound(B, T, w) : 0;
+    // the memories transposed instead, for a head too narrow to pack
+    const size_t tw = clef_ws_prepacks(c) ? 0 : T * w;
     ws->field_mpk.nt = take(a, pk);
     ws->field_mpk.nn = take(a, pk);
+    ws->field_mpk.t = take(a, tw);
     ws->dm_pk = take(a, pk ? (w + CLEF_PACK_PAD) * T + 16 * B : 0);
     ws->qvhat_b = take(a, B > 1 ? Q * d : 0);
     ws->ctxhat_b = take(a, B > 1 ? O * d : 0);
@@ -71,6 +74,7 @@ static void carve(clef_ws *ws, arena *a)
         r->mt = take(a, h * O * w);
         r->mpk.nt = take(a, pk);
         r->mpk.nn = take(a, pk);
+        r->mpk.t = take(a, tw);
         r->o = take(a, O * w);
         r->r1 = take(a, O * w);
         take_ln(a, &r->fn, O, w);

@@ -586,3 +586,75 @@ Test(batch, prepack_env_turns_off_prepacking)
         free(z[i]);
     fixture_free(&f);
 }
+
+// A head too narrow to pre-pack keeps each memory transposed once per batch
+// and its memory attentions read it (clef_mempack.transposed, gemm_nt_bt):
+// logits and every gradient bitwise those of prepacking off, in both
+// backends that have it and in both memory-attention forms' absorbed one,
+// and the transposed products really run (a counting gemm_nt_bt).
+static int (*g_nt_bt)(int, int, int, const float *, int, const float *, int,
+                      float *, int, int);
+static int g_nt_bt_calls;
+
+static int counting_nt_bt(int M, int N, int K, const float *A, int lda,
+                          const float *Bt, int ldbt, float *C, int ldc, int acc)
+{
+    g_nt_bt_calls++;
+    return g_nt_bt(M, N, K, A, lda, Bt, ldbt, C, ldc, acc);
+}
+
+static void narrow_transposed_bitwise(const char *backend)
+{
+    const clef_kernels *kb = isa_table_or_skip(backend);
+    cr_assert(kb->prepack && kb->prepack->gemm_nt_bt, "%s: no gemm_nt_bt", backend);
+    clef_gemm_prepack spy = *kb->prepack;
+    g_nt_bt = spy.gemm_nt_bt;
+    spy.gemm_nt_bt = counting_nt_bt;
+    clef_kernels k = *kb;
+    k.prepack = &spy;
+    g_nt_bt_calls = 0;
+    fixture f[2];
+    float *z[2], *g[2];
+    int O = 0;
+    for (int i = 0; i < 2; i++) {
+        fixture_init(&f[i], 41);
+        clef_ws *ws = fixture_ws(&f[i], NREC, "absorb");
+        cr_assert(!clef_ws_prepacks(&f[i].cfg), "the fixture is wide enough to pack");
+        clef_ws_set_prepack(ws, i);
+        O = 0;
+        for (int b = 0; b < NREC; b++)
+            O += f[i].recs[b].O;
+        z[i] = clef_test_falloc(O);
+        float *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
+        clef_train_opts o = clef_test_train_opts();
+        memset(f[i].hd.grads, 0, sizeof(float) * f[i].hd.nparams);
+        clef_batch_forward(&k, &f[i].hd, f[i].ptr, NREC, ws, z[i]);
+        clef_batch_loss(&k, ws, z[i], &o, p, dz);
+        clef_batch_backward(&k, &f[i].hd, ws, dz);
+        g[i] = f[i].hd.grads;
+        free(p), free(dz);
+        clef_ws_free(ws);
+        if (i == 0)
+            cr_assert_eq(g_nt_bt_calls, 0, "%s: gemm_nt_bt ran with prepacking off",
+                         backend);
+    }
+    cr_assert_gt(g_nt_bt_calls, 0, "%s: the transposed memories were not read", backend);
+    cr_expect(memcmp(z[0], z[1], sizeof(float) * O) == 0,
+              "%s: logits differ with the memories transposed", backend);
+    long d = clef_test_first_diff(g[0], g[1], f[0].hd.nparams);
+    cr_expect(d < 0, "%s: gradient %ld differs with the memories transposed", backend,
+              d);
+    for (int i = 0; i < 2; i++) {
+        free(z[i]);
+        fixture_free(&f[i]);
+    }
+}
+
+Test(batch, narrow_memories_transposed_bitwise_avx512)
+{
+    narrow_transposed_bitwise("avx512");
+}
+Test(batch, narrow_memories_transposed_bitwise_avx2)
+{
+    narrow_transposed_bitwise("avx2");
+}

@@ -243,3 +243,61 @@ static void bitwise(const char *isa)
 
 Test(isa_gemm_prepack, avx512_bitwise_plain_and_threads) { bitwise("avx512"); }
 Test(isa_gemm_prepack, avx2_bitwise_plain_and_threads) { bitwise("avx2"); }
+
+// A memory too narrow to pack, transposed once (pack_bt) and read by
+// gemm_nt_bt: Bt is exactly Bᵀ, and every product gemm_nt_bt accepts is
+// bitwise the plain gemm_nt on B (the core switches between the two), over
+// the small nt's row, column and K remainders (K ≤ 32: its transposing
+// path) and a record's shapes (N = T up to 512, K = w); where it declines
+// (-1), C is untouched. K above 32 must be declined (the plain call takes
+// the dot-product path, other bits).
+static void nt_bt_bitwise(const char *isa)
+{
+    const clef_kernels *k = isa_table_or_skip(isa);
+    const clef_gemm_prepack *pk = prepack_or_skip(isa);
+    cr_assert(pk->pack_bt && pk->gemm_nt_bt, "%s: no transposed-B entries", isa);
+    static const int ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 31, 32, 33, 40};
+    static const int ns[] = {1, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 40, 96, 97, 130, 512};
+    uint64_t rng = 0xb7u;
+    int taken = 0, declined = 0;
+    for (int M = 1; M <= 20; M += (M < 10 ? 1 : 5))
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                const int N = ns[ni], K = ks[ki], acc = (M + N + K) & 1;
+                const gcase g = {M, N, K, 0, 1, 1, acc};
+                operands o = operands_make(&g, &rng);
+                const size_t nc = (size_t)M * o.ldc;
+                float *Bt = pack_alloc((size_t)K * N), *C2 = clef_test_falloc(nc);
+                clef_test_fcopy(C2, o.C, nc);
+                pk->pack_bt(N, K, o.B, o.ldb, Bt);
+                for (int j = 0; j < N; j++)
+                    for (int kk = 0; kk < K; kk++)
+                        cr_assert(Bt[(size_t)kk * N + j] == o.B[(size_t)j * o.ldb + kk],
+                                  "%s: pack_bt N=%d K=%d wrong at (%d, %d)", isa, N, K,
+                                  kk, j);
+                const int r = pk->gemm_nt_bt(M, N, K, o.A, o.lda, Bt, N, C2, o.ldc, acc);
+                if (r != 0) {
+                    cr_assert(clef_test_first_diff(C2, o.C, nc) < 0,
+                              "%s: a declined gemm_nt_bt wrote C", isa);
+                    // only beyond the small nt's transposing path
+                    cr_assert(K > 32 || N * K > 4096 || (double)M * N * K >= 32768,
+                              "%s: gemm_nt_bt declined M=%d N=%d K=%d", isa, M, N, K);
+                    declined++;
+                } else {
+                    cr_assert(K <= 32, "%s: gemm_nt_bt took K=%d", isa, K);
+                    k->gemm_nt(M, N, K, o.A, o.lda, o.B, o.ldb, o.C, o.ldc, acc);
+                    long d = clef_test_first_diff(C2, o.C, nc);
+                    cr_assert(d < 0, "%s: gemm_nt_bt M=%d N=%d K=%d accumulate=%d differs "
+                                     "from gemm_nt at %ld", isa, M, N, K, acc, d);
+                    taken++;
+                }
+                free(Bt), free(C2);
+                operands_free(&o);
+            }
+    fprintf(stderr, "[prepack] %s: gemm_nt_bt took %d products (bitwise gemm_nt), "
+                    "declined %d\n", isa, taken, declined);
+    cr_assert(taken > 0 && declined > 0, "%s: took %d, declined %d", isa, taken, declined);
+}
+
+Test(isa_gemm_prepack, avx512_nt_bt_bitwise_plain) { nt_bt_bitwise("avx512"); }
+Test(isa_gemm_prepack, avx2_nt_bt_bitwise_plain) { nt_bt_bitwise("avx2"); }

@@ -55,6 +55,17 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
 
 #include "backends/x86/tmpl_gemm.h"
 
+// clef_f32_gemm_nt_6x16__avx2's routing on a Bᵀ transposed beforehand
+// (the prepack table's gemm_nt_bt): its small path, else -1.
+static int gemm_nt_bt_entry(int M, int N, int K, const float *A, int lda,
+                            const float *Bt, int ldbt, float *C, int ldc,
+                            int accumulate)
+{
+    if (!gemm_is_small(M, N, K))
+        return -1;
+    return gemm_nt_bt_small(M, N, K, A, lda, Bt, ldbt, C, ldc, accumulate);
+}
+
 GEMM_PREPACK_DEFINE(6x16__avx2)
 
 void clef_f32_gemm_nt_6x16__avx2(int M, int N, int K, const float *A, int lda,

@@ -101,6 +101,21 @@ static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,
 
 #include "backends/x86/tmpl_gemm.h"
 
+// clef_f32_gemm_nt_14x32__avx512's routing on a Bᵀ transposed beforehand
+// (the prepack table's gemm_nt_bt): narrow products AVX2's, else its small
+// and skinny paths, else -1.
+static int gemm_nt_bt_entry(int M, int N, int K, const float *A, int lda,
+                            const float *Bt, int ldbt, float *C, int ldc,
+                            int accumulate)
+{
+    if (N <= 8)
+        return clef_gemm_prepack_6x16__avx2.gemm_nt_bt(
+            M, N, K, A, lda, Bt, ldbt, C, ldc, accumulate);
+    if (!gemm_is_small(M, N, K) && !gemm_is_skinny(M))
+        return -1;
+    return gemm_nt_bt_small(M, N, K, A, lda, Bt, ldbt, C, ldc, accumulate);
+}
+
 GEMM_PREPACK_DEFINE(14x32__avx512)
 
 // Each entry hands narrow products to AVX2 and the rest to its wide body,
@@ -195,7 +210,8 @@ static int gemm_tn_n8_rows16(int M, int K, const float *A, int lda,
 void clef_f32_gemm_tn_14x32__avx512(GEMM_ARGS)
 {
     if (N == 8 && M >= 16 && gemm_threads(M, N, K) == 1) {
-        const int i = gemm_tn_n8_rows16(M, K, A, lda, B, ldb, C, ldc, accumulate);
+        const int i =
+            gemm_tn_n8_rows16(M, K, A, lda, B, ldb, C, ldc, accumulate);
         if (i < M)
             clef_f32_gemm_tn_6x16__avx2(M - i, N, K, A + i, lda, B, ldb,
                                         C + (size_t)i * ldc, ldc, accumulate);

@@ -517,7 +517,9 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
 }
 
 // The public pre-packed entry points of one ISA, named after its tile
-// (clef_f32_gemm_pack_b_14x32__avx512, ...), and their table.
+// (clef_f32_gemm_pack_b_14x32__avx512, ...), and their table. The including
+// file defines gemm_nt_bt_entry (its gemm_nt's routing to gemm_nt_bt_small)
+// before expanding it.
 #define GEMM_PREPACK_DEFINE(SFX)                                               \
     static size_t clef_f32_gemm_pack_a_size_##SFX(int M, int K)                \
     {                                                                          \
@@ -570,6 +572,8 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
         .b_size = clef_f32_gemm_pack_b_size_##SFX,                             \
         .pack_b = clef_f32_gemm_pack_b_##SFX,                                  \
         .gemm_pb = clef_f32_gemm_pb_##SFX,                                     \
+        .pack_bt = gemm_pack_bt,                                               \
+        .gemm_nt_bt = gemm_nt_bt_entry,                                        \
     };
 
 
@@ -1130,18 +1134,10 @@ static void gemm_nt_n8_regs(int M, int K, const float *A, int lda,
 }
 #endif
 
-static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
-                           const float *B, int ldb, float *C, int ldc, int accum)
+// bt (K, N) = Bᵀ for B (N, K) (K ≤ 32): register transposes of 4, 8 or VW
+// rows of B at a time, element copies for the last columns.
+static void gemm_transpose_b(int N, int K, const float *B, int ldb, float *bt)
 {
-    if (K > 32 || (size_t)N * K > GEMM_NT_T_MAX)
-        return -1;
-#if VW == 8
-    if (N == 8 && K <= 8) {
-        gemm_nt_n8_regs(M, K, A, lda, B, ldb, C, ldc, accum);
-        return 0;
-    }
-#endif
-    _Alignas(64) float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
     int j = 0;
     if (K <= 4) // 4 rows of B at a time through a 4x4 register transpose
         for (; j + 4 <= N; j += 4) {
@@ -1184,8 +1180,54 @@ static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
     for (; j < N; j++)
         for (int k = 0; k < K; k++)
             bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
+}
+
+// The small nt's condition on its stack transpose: K ≤ 32, Bᵀ within it.
+static int gemm_nt_t_fits(int N, int K)
+{
+    return K <= 32 && (size_t)N * K <= GEMM_NT_T_MAX;
+}
+
+static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
+                           const float *B, int ldb, float *C, int ldc, int accum)
+{
+    if (!gemm_nt_t_fits(N, K))
+        return -1;
+#if VW == 8
+    if (N == 8 && K <= 8) {
+        gemm_nt_n8_regs(M, K, A, lda, B, ldb, C, ldc, accum);
+        return 0;
+    }
+#endif
+    _Alignas(64) float bt[GEMM_NT_T_MAX]; // Bᵀ (K, N)
+    gemm_transpose_b(N, K, B, ldb, bt);
     gemm_rows_small(M, N, K, A, (size_t)lda, 1, bt, N, C, ldc, accum);
     return 0;
+}
+
+// gemm_nt_small_t's product on a Bᵀ transposed beforehand (ld ldbt): the
+// same row kernels on the same values (gemm_nt_n8_regs' chains are theirs
+// too), so the same bits. -1 where gemm_nt_small_t would not run.
+static int gemm_nt_bt_small(int M, int N, int K, const float *A, int lda,
+                            const float *Bt, int ldbt, float *C, int ldc,
+                            int accum)
+{
+    if (!gemm_nt_t_fits(N, K))
+        return -1;
+    gemm_rows_small(M, N, K, A, (size_t)lda, 1, Bt, ldbt, C, ldc, accum);
+    return 0;
+}
+
+// Bt (K, N) = Bᵀ for the prepack table (pack_bt); any K.
+static void gemm_pack_bt(int N, int K, const float *B, int ldb, float *Bt)
+{
+    if (K <= 32) {
+        gemm_transpose_b(N, K, B, ldb, Bt);
+        return;
+    }
+    for (int j = 0; j < N; j++)
+        for (int k = 0; k < K; k++)
+            Bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
 }
 
 // Small-shape rule, shared by the three layouts: the packed path pays off
