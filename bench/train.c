@@ -205,6 +205,12 @@ static int setup_make(const clef_backend *b, const clef_bench_shape *s,
             goto fail;
         }
         t->k = &t->k16;
+        // as clef train --precision bf16 prepares a package: x̂ kept in bf16
+        for (int i = 0; i < t->B; i++)
+            if (clef_record_keep_bf16(b->table, &t->rec[i]) != 0) {
+                snprintf(why, nwhy, "setup: out of memory");
+                goto fail;
+            }
     }
     return 0;
 fail:
