@@ -52,3 +52,47 @@ static void layernorm_family(const char *isa)
 
 Test(isa_layernorm, avx512) { layernorm_family("avx512"); }
 Test(isa_layernorm, avx2) { layernorm_family("avx2"); }
+
+// avx512's backward for rows of 8 runs whole 16-row blocks in zmm
+// (ln_bwd_rows16) and hands the rest to AVX2: dx, dgamma and dbeta must be
+// the AVX2 kernel's bit for bit, for row counts around the 16- and 8-row
+// blocks, with dx and without.
+Test(isa_layernorm, avx512_rows8_bwd_bitwise_avx2)
+{
+    const clef_kernels *k512 = isa_table_or_skip("avx512");
+    const clef_kernels *k2 = isa_table_or_skip("avx2");
+    static const int rs[] = {16, 17, 23, 24, 25, 31, 32, 33, 40, 47, 96, 100};
+    uint64_t rng = 0x1e8u;
+    for (size_t ri = 0; ri < sizeof rs / sizeof rs[0]; ri++)
+        for (int with_dx = 0; with_dx < 2; with_dx++) {
+            const int rows = rs[ri], n = 8;
+            const size_t e = (size_t)rows * n;
+            float *x = clef_test_falloc(e), *y = clef_test_falloc(e);
+            float *xh = clef_test_falloc(e), *rstd = clef_test_falloc(rows);
+            float *dy = clef_test_falloc(e), *gamma = clef_test_falloc(n);
+            float *beta = clef_test_falloc(n);
+            float *dx[2], *dg[2], *db[2];
+            clef_test_fill_normal(x, e, 0.5f, 2.0f, &rng);
+            clef_test_fill_uniform(dy, e, -1.0f, 1.0f, &rng);
+            clef_test_fill_uniform(gamma, n, 0.5f, 1.5f, &rng);
+            clef_test_fill_uniform(beta, n, -0.5f, 0.5f, &rng);
+            k2->layernorm_fwd(rows, n, x, gamma, beta, y, xh, rstd);
+            for (int i = 0; i < 2; i++) {
+                dx[i] = clef_test_falloc(e), dg[i] = clef_test_falloc(n);
+                db[i] = clef_test_falloc(n);
+                clef_test_fill_pattern(dx[i], e);
+                clef_test_fill_pattern(dg[i], n);
+                clef_test_fill_pattern(db[i], n);
+                (i ? k2 : k512)->layernorm_bwd(rows, n, dy, xh, rstd, gamma,
+                                               with_dx ? dx[i] : NULL, dg[i], db[i]);
+            }
+            cr_assert(clef_test_first_diff(dx[0], dx[1], e) < 0 &&
+                          clef_test_first_diff(dg[0], dg[1], n) < 0 &&
+                          clef_test_first_diff(db[0], db[1], n) < 0,
+                      "layernorm_bwd rows=%d n=8 dx=%d: avx512 and avx2 differ", rows,
+                      with_dx);
+            for (int i = 0; i < 2; i++)
+                free(dx[i]), free(dg[i]), free(db[i]);
+            free(x), free(y), free(xh), free(rstd), free(dy), free(gamma), free(beta);
+        }
+}

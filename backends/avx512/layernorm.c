@@ -99,11 +99,89 @@ void clef_f32_layernorm_fwd__avx512(int rows, int n, const float *x,
     ln_fwd_wide(rows, n, x, gamma, beta, y, xhat, rstd);
 }
 
+// Backward for rows of exactly 8 floats: AVX2's bits. Its dgamma and dbeta
+// partial sums run every row in turn from zero (ymm, the reference's order)
+// and are added once; dx of each whole 16-row block is AVX2's ln_bwd_rows8
+// on two 8-row blocks at once, one per 256-bit half (each shuffle of the
+// transposes serves both); the rows after the last whole 16 (8-row blocks
+// from a multiple of 8, as AVX2 cuts them) go to the AVX2 kernel for dx
+// alone, its partial sums dropped.
+static __attribute__((noinline)) void
+ln_bwd_rows16(int rows, const float *dy, const float *xhat, const float *rstd,
+              const float *gamma, float *dx, float *dgamma, float *dbeta)
+{
+    const __m512 inv_n = _mm512_set1_ps(0.125f);
+    __m256 sg = _mm256_setzero_ps(), sb = _mm256_setzero_ps();
+    const int r16 = rows / 16 * 16;
+    for (int r = 0; r < r16; r += 16) {
+        __m512 g[8], h[8];
+        for (int i = 0; i < 16; i++) { // rows in order
+            const __m256 gi = _mm256_loadu_ps(dy + (size_t)(r + i) * 8);
+            const __m256 hi = _mm256_loadu_ps(xhat + (size_t)(r + i) * 8);
+            sg = _mm256_add_ps(sg, _mm256_mul_ps(gi, hi)); // no FMA
+            sb = _mm256_add_ps(sb, gi);
+        }
+        if (!dx)
+            continue;
+        for (int i = 0; i < 8; i++) {
+            const size_t lo = (size_t)(r + i) * 8, hi = (size_t)(r + 8 + i) * 8;
+            g[i] = _mm512_insertf32x8(
+                _mm512_castps256_ps512(_mm256_loadu_ps(dy + lo)),
+                _mm256_loadu_ps(dy + hi), 1);
+            h[i] = _mm512_insertf32x8(
+                _mm512_castps256_ps512(_mm256_loadu_ps(xhat + lo)),
+                _mm256_loadu_ps(xhat + hi), 1);
+        }
+        vf_transpose8x2(g);
+        vf_transpose8x2(h);
+        __m512 s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps();
+        for (int c = 0; c < 8; c++) {
+            g[c] = _mm512_mul_ps(g[c], _mm512_set1_ps(gamma[c])); // dxh
+            s1 = _mm512_add_ps(s1, g[c]);
+            s2 = _mm512_fmadd_ps(g[c], h[c], s2);
+        }
+        const __m512 m1 = _mm512_mul_ps(s1, inv_n),
+                     m2 = _mm512_mul_ps(s2, inv_n);
+        const __m512 rs = _mm512_loadu_ps(rstd + r); // rows r .. r + 15
+        for (int c = 0; c < 8; c++)
+            g[c] = _mm512_mul_ps(
+                rs, _mm512_fnmadd_ps(h[c], m2, _mm512_sub_ps(g[c], m1)));
+        vf_transpose8x2(g);
+        for (int i = 0; i < 8; i++) {
+            float *d0 = dx + (size_t)(r + i) * 8,
+                  *d1 = dx + (size_t)(r + 8 + i) * 8;
+            _mm256_storeu_ps(d0, _mm256_add_ps(_mm256_loadu_ps(d0),
+                                               _mm512_castps512_ps256(g[i])));
+            _mm256_storeu_ps(d1,
+                             _mm256_add_ps(_mm256_loadu_ps(d1),
+                                           _mm512_extractf32x8_ps(g[i], 1)));
+        }
+    }
+    for (int r = r16; r < rows; r++) {
+        const __m256 gi = _mm256_loadu_ps(dy + (size_t)r * 8);
+        const __m256 hi = _mm256_loadu_ps(xhat + (size_t)r * 8);
+        sg = _mm256_add_ps(sg, _mm256_mul_ps(gi, hi));
+        sb = _mm256_add_ps(sb, gi);
+    }
+    if (dx && rows > r16) {
+        float drop_g[8], drop_b[8];
+        clef_f32_layernorm_bwd__avx2(rows - r16, 8, dy + (size_t)r16 * 8,
+                                     xhat + (size_t)r16 * 8, rstd + r16, gamma,
+                                     dx + (size_t)r16 * 8, drop_g, drop_b);
+    }
+    _mm256_storeu_ps(dgamma, _mm256_add_ps(_mm256_loadu_ps(dgamma), sg));
+    _mm256_storeu_ps(dbeta, _mm256_add_ps(_mm256_loadu_ps(dbeta), sb));
+}
+
 void clef_f32_layernorm_bwd__avx512(int rows, int n, const float *dy,
                                     const float *xhat, const float *rstd,
                                     const float *gamma, float *dx,
                                     float *dgamma, float *dbeta)
 {
+    if (n == 8 && rows >= 16) {
+        ln_bwd_rows16(rows, dy, xhat, rstd, gamma, dx, dgamma, dbeta);
+        return;
+    }
     CLEF_NARROW(n <= 8, clef_f32_layernorm_bwd__avx2(rows, n, dy, xhat, rstd,
                                                      gamma, dx, dgamma, dbeta));
     ln_bwd_wide(rows, n, dy, xhat, rstd, gamma, dx, dgamma, dbeta);
