@@ -462,6 +462,24 @@ Test(batch, adamw_beside_memory_backward_equals_adamw_after_onednn)
     adamw_beside("onednn");
 }
 
+// One forward, loss and backward of f's NREC records on k: the logits
+// (returned, *O of them; the caller frees) and f->hd.grads (zeroed first).
+static float *batch_pass(const clef_kernels *k, fixture *f, clef_ws *ws, int *O)
+{
+    *O = 0;
+    for (int b = 0; b < NREC; b++)
+        *O += f->recs[b].O;
+    float *z = clef_test_falloc(*O);
+    float *p = clef_test_falloc(*O), *dz = clef_test_falloc(*O);
+    clef_train_opts o = clef_test_train_opts();
+    memset(f->hd.grads, 0, sizeof(float) * f->hd.nparams);
+    clef_batch_forward(k, &f->hd, f->ptr, NREC, ws, z);
+    clef_batch_loss(k, ws, z, &o, p, dz);
+    clef_batch_backward(k, &f->hd, ws, dz);
+    free(p), free(dz);
+    return z;
+}
+
 // Every backend runs the whole head as the scalar reference does, in both
 // memory-attention forms: logits and gradients of one packed batch agree
 // within 128 FLT_EPSILON of their largest magnitude (measured: logits 3.5-6.2,
@@ -483,18 +501,8 @@ static void backend_matches_scalar_pk(const char *backend, const char *mode,
         clef_ws_set_prepack(ws, prepack);
         cr_assert(clef_ws_prepacks(&f[i].cfg), "the fixture is too narrow to "
                                                "pre-pack");
-        O = 0;
-        for (int b = 0; b < NREC; b++)
-            O += f[i].recs[b].O;
-        z[i] = clef_test_falloc(O);
-        float *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
-        clef_train_opts o = clef_test_train_opts();
-        memset(f[i].hd.grads, 0, sizeof(float) * f[i].hd.nparams);
-        clef_batch_forward(ks[i], &f[i].hd, f[i].ptr, NREC, ws, z[i]);
-        clef_batch_loss(ks[i], ws, z[i], &o, p, dz);
-        clef_batch_backward(ks[i], &f[i].hd, ws, dz);
+        z[i] = batch_pass(ks[i], &f[i], ws, &O);
         g[i] = f[i].hd.grads;
-        free(p), free(dz);
         clef_ws_free(ws);
     }
     const double tol_z = 128 * FLT_EPSILON * fmax(clef_test_max_abs(z[0], O), 1.0);
@@ -621,18 +629,8 @@ static void narrow_transposed_bitwise(const char *backend)
         clef_ws *ws = fixture_ws(&f[i], NREC, "absorb");
         cr_assert(!clef_ws_prepacks(&f[i].cfg), "the fixture is wide enough to pack");
         clef_ws_set_prepack(ws, i);
-        O = 0;
-        for (int b = 0; b < NREC; b++)
-            O += f[i].recs[b].O;
-        z[i] = clef_test_falloc(O);
-        float *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
-        clef_train_opts o = clef_test_train_opts();
-        memset(f[i].hd.grads, 0, sizeof(float) * f[i].hd.nparams);
-        clef_batch_forward(&k, &f[i].hd, f[i].ptr, NREC, ws, z[i]);
-        clef_batch_loss(&k, ws, z[i], &o, p, dz);
-        clef_batch_backward(&k, &f[i].hd, ws, dz);
+        z[i] = batch_pass(&k, &f[i], ws, &O);
         g[i] = f[i].hd.grads;
-        free(p), free(dz);
         clef_ws_free(ws);
         if (i == 0)
             cr_assert_eq(g_nt_bt_calls, 0, "%s: gemm_nt_bt ran with prepacking off",
