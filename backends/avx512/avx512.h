@@ -17,6 +17,8 @@ CLEF_OPS(CLEF_AVX512_DECL)
 void clef_f32_erf__avx512(size_t n, const float *x, float *y);
 // y (n) = a (n) / b as its softmax and AdamW divide, for its test (div_by.c)
 void clef_f32_div_by__avx512(size_t n, const float *a, float b, float *y);
+// y (n) = e^x (n), the softmax's and loss's exp, for its test (exp.c)
+void clef_f32_exp__avx512(size_t n, const float *x, float *y);
 // Pre-packed GEMM operands (kernels.h), on the same microkernel.
 extern const clef_gemm_prepack clef_gemm_prepack_14x32__avx512;
 

@@ -26,7 +26,12 @@ static inline vf vf_exp(vf x)
 {
     const vf hi = vf_set1(88.3762626647949f);  // n stays ≤ 127
     const vf lo = vf_set1(-87.3365447505531f); // n stays ≥ −126
+    const vm under = vf_lt(x, lo); // the result is 0 there
     vf xc = vf_min(hi, vf_max(lo, x)); // NaN propagates (second operand)
+    // lanes under lo compute e^0 instead of p·2⁻¹²⁶, a subnormal product
+    // (a microcode assist per vector: masked -Inf tails, peaked softmaxes);
+    // their result is the same 0
+    xc = vf_select(under, vf_zero(), xc);
     vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
     vf r = vf_fnma(n, vf_set1(0.693359375f), xc);
     r = vf_fnma(n, vf_set1(-2.12194440e-4f), r);
@@ -39,7 +44,7 @@ static inline vf vf_exp(vf x)
     p = vf_fma(p, r, vf_set1(1.0f));
     p = vf_fma(p, r, vf_set1(1.0f));
     vf y = vf_mul(p, vf_pow2i(vf_select(vf_isnan(n), vf_zero(), n)));
-    y = vf_select(vf_lt(x, lo), vf_zero(), y);
+    y = vf_select(under, vf_zero(), y);
     y = vf_select(vf_gt(x, vf_set1(88.72283905206835f)), vf_set1(__builtin_inff()), y);
     return vf_select(vf_isnan(x), x, y);
 }
@@ -112,7 +117,8 @@ static inline vf vf_erf(vf x)
 static inline vf vf_exp_neg(vf x)
 {
     const vf lo = vf_set1(-87.3365447505531f);
-    vf xc = vf_max(lo, x);
+    const vm under = vf_lt(x, lo); // 0 there: e^0 computed (as vf_exp)
+    vf xc = vf_select(under, vf_zero(), vf_max(lo, x));
     vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
     vf r = vf_fnma(n, vf_set1(0.693359375f), xc);
     r = vf_fnma(n, vf_set1(-2.12194440e-4f), r);
@@ -125,7 +131,7 @@ static inline vf vf_exp_neg(vf x)
     p = vf_fma(p, r, vf_set1(1.0f));
     p = vf_fma(p, r, vf_set1(1.0f));
     vf y = vf_mul(p, vf_pow2i(n));
-    return vf_select(vf_lt(x, lo), vf_zero(), y);
+    return vf_select(under, vf_zero(), y);
 }
 
 #ifdef CLEF_ISA_LOOKUP16
