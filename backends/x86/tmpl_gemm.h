@@ -1005,6 +1005,16 @@ static void gemm_rows_small_nn(int M, int N, int K, const float *A, int lda,
                                int accum)
 {
     const int nstrip = (N + 2 * VW - 1) / (2 * VW);
+    if (nstrip == 1 && K <= gemm_nn_kb(M)) {
+        // one strip, one K block (the tiny heads' dX = dY W): the strips
+        // loop's only iteration, without its setup
+        const int rb = N <= VW ? 8 : GEMM_ROWS_2V_MAX;
+        for (int i = 0; i < M; i += rb)
+            gemm_rows_call(M - i < rb ? M - i : rb, K, A + (size_t)i * lda,
+                           (size_t)lda, 1, B, ldb, C + (size_t)i * ldc, ldc, N,
+                           accum, B + 2 * VW);
+        return;
+    }
     const int nth = gemm_threads(M, N, K);
     if (nth <= 1 || nstrip <= 1) {
         gemm_rows_nn_strips(M, N, K, A, lda, B, ldb, C, ldc, accum, 0, nstrip);
