@@ -172,14 +172,11 @@ static void mm16(const clef_kernels *k, int form, int M, int N, int K,
     b16(M, N, K, a, la, b, lb, C, ldc, acc);
 }
 
+// The bf16 form (k->mm set): operands as bf16, then mm16.
 static void mm(const clef_kernels *k, int form, int M, int N, int K,
                const float *A, int lda, const float *B, int ldb, float *C,
                int ldc, int acc)
 {
-    if (!k->mm) {
-        f32_of(k, form)(M, N, K, A, lda, B, ldb, C, ldc, acc);
-        return;
-    }
     const int ar = form == TN ? K : M, ac = form == TN ? M : K;
     const int br = form == NT ? N : K, bc = form == NT ? K : N;
     int la, lb;
@@ -198,17 +195,29 @@ void clef_mm_tn16(const clef_kernels *k, int M, int N, int K, const uint16_t *A,
 void clef_mm_nt(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc)
 {
+    if (!k->mm) { // fp32: the kernel itself, no detour
+        k->gemm_nt(M, N, K, A, lda, B, ldb, C, ldc, acc);
+        return;
+    }
     mm(k, NT, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
 void clef_mm_nn(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc)
 {
+    if (!k->mm) { // fp32: the kernel itself, no detour
+        k->gemm_nn(M, N, K, A, lda, B, ldb, C, ldc, acc);
+        return;
+    }
     mm(k, NN, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
 void clef_mm_tn(const clef_kernels *k, int M, int N, int K, const float *A,
                 int lda, const float *B, int ldb, float *C, int ldc, int acc)
 {
+    if (!k->mm) { // fp32: the kernel itself, no detour
+        k->gemm_tn(M, N, K, A, lda, B, ldb, C, ldc, acc);
+        return;
+    }
     mm(k, TN, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
