@@ -404,7 +404,8 @@ static void field_bwd(const bwd *bw, int j, float *dio)
     ffn_bwd(bw, Q, field_ffn(p), field_ffn(g), field_ffn_acts(a), dr, dio, dxb);
     // xb = xa + CA(LN2 xa, M): dK | dV into this layer's columns of dkvc
     // (absorbed form: the memory gradient goes straight into dM)
-    const mha_view v = clef_field_view(ws, j);
+    mha_view v;
+    clef_field_view(&v, ws, j);
     const kv_grad d = {ws->dkvc + (size_t)j * 2 * w, v.ldkv, ws->dM};
     mha_bwd_q(bw, &v, field_ca(p), field_ca(g), dxb, a->n2.y, d, dln);
     memcpy(dxa, dxb, sizeof(float) * (size_t)Q * w);
@@ -429,7 +430,8 @@ static void route_bwd(const bwd *bw, int i, float *dio)
                                       CLEF_DROP_ROUTE_FFN_OUT, i, ws->o_off);
     ffn_bwd(bw, O, route_ffn(p), route_ffn(g), route_ffn_acts(a), dr, dio,
             ws->dR1);
-    const mha_view v = clef_route_view(ws, i);
+    mha_view v;
+    clef_route_view(&v, ws, i);
     // dmt (T, w) = ∂L/∂memory_norm(M): the absorbed form adds into it
     if (v.absorbed)
         zero(ws->dmt, (size_t)T * w);

@@ -220,68 +220,64 @@ ffn_drop clef_ffn_drop(const clef_ws *ws, int in_site, int out_site, int layer,
 
 // What the views of the memory attentions share: the batch, the rows each
 // record's attention sees, the memory mem (T, w) and its packs pk, and the
-// absorbed form's scratch.
-static mha_view memory_view(const clef_ws *ws, att_rows rows, const float *mem,
-                            const clef_mempack *pk)
+// absorbed form's scratch. Filled in place, field by field: a compound
+// literal of the whole view compiled to rep stos and rep movs, whose start
+// cost (tens of cycles each) showed in the tiny head's ~13 views per update.
+static void memory_view(mha_view *v, const clef_ws *ws, att_rows rows,
+                        const float *mem, const clef_mempack *pk)
 {
     const int w = ws->cfg.w, h = ws->cfg.h;
-    mha_view v = {.nb = ws->nb, .w = w, .h = h, .rows = rows};
-    v.ab.ma = (clef_memattn){.nb = ws->nb,
-                             .w = w,
-                             .h = h,
-                             .q_off = rows.q_off,
-                             .t_off = rows.k_off,
-                             .m_off = rows.m_off,
-                             .mem = mem,
-                             .ldm = w,
-                             .pk = ws->pk || ws->pk_t ? pk : NULL};
-    v.ab.scr = ws->mscr1;
-    v.ab.scr2 = ws->mscr2;
-    v.ab.ascr = ws->mascr;
-    return v;
+    memset(v, 0, sizeof *v);
+    v->nb = ws->nb, v->w = w, v->h = h, v->rows = rows;
+    clef_memattn *ma = &v->ab.ma;
+    ma->nb = ws->nb, ma->w = w, ma->h = h;
+    ma->q_off = rows.q_off, ma->t_off = rows.k_off, ma->m_off = rows.m_off;
+    ma->mem = mem, ma->ldm = w;
+    ma->pk = ws->pk || ws->pk_t ? pk : NULL;
+    v->ab.scr = ws->mscr1;
+    v->ab.scr2 = ws->mscr2;
+    v->ab.ascr = ws->mascr;
 }
 
-mha_view clef_route_view(const clef_ws *ws, int i)
+void clef_route_view(mha_view *v, const clef_ws *ws, int i)
 {
     const route_acts *a = &ws->route[i];
     const att_rows rows = {ws->o_off, ws->t_off, ws->ot_off};
-    mha_view v = memory_view(ws, rows, a->mn.y, &a->mpk);
-    v.absorbed = ws->absorb_route;
-    v.q = a->q;
-    v.ab.q = a->q;
-    v.kv = a->kv;
-    v.ldkv = 2 * ws->cfg.w;
-    v.att = v.ab.att = a->att;
-    v.o = a->o;
-    v.ab.qt = a->qt;
-    v.ab.mt = a->mt;
-    v.out = clef_drop_at(ws, CLEF_DROP_ROUTE_ATT_OUT, i, ws->o_off);
-    v.dt = ws->drop_t;
-    return v;
+    memory_view(v, ws, rows, a->mn.y, &a->mpk);
+    v->absorbed = ws->absorb_route;
+    v->q = a->q;
+    v->ab.q = a->q;
+    v->kv = a->kv;
+    v->ldkv = 2 * ws->cfg.w;
+    v->att = v->ab.att = a->att;
+    v->o = a->o;
+    v->ab.qt = a->qt;
+    v->ab.mt = a->mt;
+    v->out = clef_drop_at(ws, CLEF_DROP_ROUTE_ATT_OUT, i, ws->o_off);
+    v->dt = ws->drop_t;
 }
 
-mha_view clef_field_view(const clef_ws *ws, int j)
+void clef_field_view(mha_view *v, const clef_ws *ws, int j)
 {
     const field_acts *a = &ws->field[j];
     const int w = ws->cfg.w;
     const att_rows rows = {ws->q_off, ws->t_off, ws->qt_off};
-    mha_view v = memory_view(ws, rows, ws->M, &ws->field_mpk);
-    v.absorbed = ws->absorb_field;
-    v.q = a->qc;
-    v.ab.q = a->qc;
-    v.kv = ws->kvc + (size_t)j * 2 * w; // layer j's columns of (T, L·2w)
-    v.ldkv = ws->cfg.L * 2 * w;
-    v.att = v.ab.att = a->ca;
-    v.o = a->ca_o;
-    v.ab.qt = a->qt;
-    v.ab.mt = a->mt;
-    v.out = clef_drop_at(ws, CLEF_DROP_FIELD_CA_OUT, j, ws->q_off);
-    v.dt = ws->drop_t;
-    v.weights_on = v.out.d != NULL; // never absorbed then (batch_forward)
-    v.weights =
-        v.out.d ? clef_dropout_site(v.out.d, CLEF_DROP_FIELD_CA_W, j) : 0;
-    v.wscr = ws->mascr;
-    return v;
+    memory_view(v, ws, rows, ws->M, &ws->field_mpk);
+    v->absorbed = ws->absorb_field;
+    v->q = a->qc;
+    v->ab.q = a->qc;
+    v->kv = ws->kvc + (size_t)j * 2 * w; // layer j's columns of (T, L·2w)
+    v->ldkv = ws->cfg.L * 2 * w;
+    v->att = v->ab.att = a->ca;
+    v->o = a->ca_o;
+    v->ab.qt = a->qt;
+    v->ab.mt = a->mt;
+    v->out = clef_drop_at(ws, CLEF_DROP_FIELD_CA_OUT, j, ws->q_off);
+    v->dt = ws->drop_t;
+    v->weights_on = v->out.d != NULL; // never absorbed then (batch_forward)
+    v->weights =
+        v->out.d ? clef_dropout_site(v->out.d, CLEF_DROP_FIELD_CA_W, j) : 0;
+    v->wscr = ws->mascr;
 }
 
 // Evidence routing layer i: options attend to their record's memory, never
@@ -293,7 +289,8 @@ static void route_fwd(const clef_kernels *k, clef_ws *ws, int i,
     const int w = ws->cfg.w, O = ws->O, T = ws->T;
     ln_fwd(k, T, w, ws->M, LN(p, mn), &a->mn); // M̃ (T, w)
     ln_fwd(k, O, w, R, LN(p, qn), &a->qn);     // (O, w)
-    const mha_view v = clef_route_view(ws, i);
+    mha_view v;
+    clef_route_view(&v, ws, i);
     if (v.absorbed && v.ab.ma.pk)
         clef_memattn_pack(&v.ab.ma);
     mha_fwd(k, &v, route_mha(p), a->qn.y, a->mn.y, R, a->r1);
@@ -312,7 +309,8 @@ static void field_fwd(const clef_kernels *k, clef_ws *ws, int j,
     self_attn_fwd(k, ws, j, a, field_sa(p), x0);
     // cross-attention to the RAW memory M (no norm on the memory side)
     ln_fwd(k, Q, w, a->xa, LN(p, n2), &a->n2);
-    const mha_view v = clef_field_view(ws, j);
+    mha_view v;
+    clef_field_view(&v, ws, j);
     mha_fwd(k, &v, field_ca(p), a->n2.y, NULL, a->xa, a->xb);
     const ffn_drop dr = clef_ffn_drop(ws, CLEF_DROP_FIELD_FFN_IN,
                                       CLEF_DROP_FIELD_FFN_OUT, j, ws->q_off);
@@ -533,7 +531,8 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
     // the memories' packs for the absorbed attentions (memattn.h)
     prepack_setup(k, ws);
     if (ws->absorb_field && (ws->pk || ws->pk_t) && c->L) {
-        const mha_view v = clef_field_view(ws, 0);
+        mha_view v;
+        clef_field_view(&v, ws, 0);
         clef_memattn_pack(&v.ab.ma);
     }
 

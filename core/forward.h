@@ -163,7 +163,8 @@ typedef struct mha_view {
 
 // Routing layer i's attention over memory_norm(M), and field layer j's
 // cross-attention over M (their K | V: layer j's columns of ws->kvc).
-mha_view clef_route_view(const clef_ws *ws, int i);
-mha_view clef_field_view(const clef_ws *ws, int j);
+// (*v filled in place: a returned view was a 300-byte rep movs per call.)
+void clef_route_view(mha_view *v, const clef_ws *ws, int i);
+void clef_field_view(mha_view *v, const clef_ws *ws, int j);
 
 #endif
