@@ -159,6 +159,43 @@ Test(precision, products_are_the_bf16_kernels_on_rounded_operands)
     products_case(k, 40, 72, 400);
 }
 
+// The small products round activations themselves (core/mm.c, rounded):
+// cvt_f32_bf16's bits on values that test the rounding (ties to even
+// both ways, the carry into the exponent, the largest finite rounding to
+// Inf, denormals, NaN with its payload in the low half, ±0, ±Inf), each
+// seen alone through a 64×1×1 product with a parameter of 1.
+Test(precision, small_products_round_activations_as_cvt)
+{
+    const clef_kernels *k = &clef_scalar_kernels;
+    static const uint32_t bits[] = {
+        0x3f808000u, 0x3f818000u, 0x3f80c000u, 0x3f807fffu, 0x3fff8000u,
+        0x7f7fffffu, 0x7f7f8000u, 0x7f7f7fffu, 0x00000001u, 0x00008000u,
+        0x00018000u, 0x007fffffu, 0x7f800001u, 0xffc00001u, 0x7fbfffffu,
+        0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, 0xbf808000u};
+    enum { M = 64 };
+    float A[M], one = 1.0f, got[M], want[M];
+    for (int i = 0; i < M; i++) {
+        const uint32_t u = bits[i % (sizeof bits / sizeof bits[0])] ^ (i >= 32 ? 0x80000000u : 0);
+        memcpy(&A[i], &u, sizeof u);
+    }
+    struct clef_mm mm;
+    clef_kernels kb;
+    bf16_table(k, &mm, &one, 1, &kb);
+    clef_mm_refresh(&kb);
+    cr_assert(2.0 * M < CLEF_MM_BF16_SMALL_FLOPS);
+    uint16_t *a = rounded(k, A, M, 1, 1), *b = rounded(k, &one, 1, 1, 1);
+    for (int i = 0; i < M; i++)
+        got[i] = want[i] = 0.5f;
+    expected_product(k, 0, M, 1, 1, a, 1, M, b, 1, 1, want);
+    clef_mm_nt(&kb, M, 1, 1, A, 1, &one, 1, got, 1, 1);
+    for (int i = 0; i < M; i++)
+        cr_expect(memcmp(&got[i], &want[i], sizeof(float)) == 0,
+                  "row %d (%08x): %a, want %a", i,
+                  (unsigned)bits[i % (sizeof bits / sizeof bits[0])], got[i], want[i]);
+    free(a), free(b);
+    clef_mm_free(&mm);
+}
+
 Test(precision, fp32_table_is_untouched)
 {
     const clef_kernels *k = &clef_scalar_kernels;
