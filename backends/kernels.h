@@ -354,6 +354,9 @@ _Static_assert(CLEF_OP_COUNT == CLEF_OP_COUNT_EXPECTED,
 //                    the bits of this backend's gemm_nt on B; -1 with C
 //                    untouched when that call would not take the path this
 //                    one mirrors (the caller then runs gemm_nt).
+//   gemm_nt          that plain gemm_nt: the core reads transposed operands
+//                    only through a table whose gemm_nt is this one (not,
+//                    say, an auto table tuned to another backend's).
 #define CLEF_PACK_PAD 64
 typedef struct clef_gemm_prepack {
     const char *name;
@@ -371,6 +374,7 @@ typedef struct clef_gemm_prepack {
     int (*gemm_nt_bt)(int M, int N, int K, const float *A, int lda,
                       const float *Bt, int ldbt, float *C, int ldc,
                       int accumulate);
+    clef_gemm_fn gemm_nt;
 } clef_gemm_prepack;
 
 // A backend: one function pointer per op plus the name of the kernel behind

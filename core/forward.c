@@ -402,8 +402,12 @@ static void prepack_setup(const clef_kernels *k, clef_ws *ws)
     const int w = ws->cfg.w;
     const int on = k->prepack && !ws->prepack_off;
     ws->pk = on && clef_ws_prepacks(&ws->cfg) ? k->prepack : NULL;
-    // too narrow to pack: the memories transposed, read by gemm_nt_bt
-    ws->pk_t = on && !ws->pk && k->prepack->gemm_nt_bt ? k->prepack : NULL;
+    // too narrow to pack: the memories transposed, read by gemm_nt_bt, when
+    // the table's gemm_nt is the one whose bits that gives
+    ws->pk_t = on && !ws->pk && k->prepack->gemm_nt_bt &&
+                       k->prepack->gemm_nt == k->gemm_nt
+                   ? k->prepack
+                   : NULL;
     if (ws->pk_t)
         mempacks_bind(ws);
     if (!ws->pk)

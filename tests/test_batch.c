@@ -648,6 +648,42 @@ static void narrow_transposed_bitwise(const char *backend)
     }
 }
 
+// A table whose gemm_nt is not the prepack's own (an auto table tuned to
+// another backend's, here a wrapper) never reads the transposed memories:
+// their bits would be the prepack backend's, not its gemm_nt's.
+static clef_gemm_fn g_real_nt;
+static void wrapped_nt(int M, int N, int K, const float *A, int lda,
+                       const float *B, int ldb, float *C, int ldc, int acc)
+{
+    g_real_nt(M, N, K, A, lda, B, ldb, C, ldc, acc);
+}
+
+Test(batch, narrow_memories_transposed_only_for_the_prepacks_gemm_nt)
+{
+    const clef_kernels *kb = isa_table_or_skip("avx512");
+    clef_gemm_prepack spy = *kb->prepack;
+    g_nt_bt = spy.gemm_nt_bt;
+    spy.gemm_nt_bt = counting_nt_bt;
+    clef_kernels k = *kb;
+    k.prepack = &spy;
+    g_real_nt = k.gemm_nt;
+    k.gemm_nt = wrapped_nt;
+    g_nt_bt_calls = 0;
+    fixture f;
+    fixture_init(&f, 41);
+    clef_ws *ws = fixture_ws(&f, NREC, "absorb");
+    int O;
+    float *z = batch_pass(&k, &f, ws, &O);
+    cr_expect_eq(g_nt_bt_calls, 0, "gemm_nt_bt ran under another gemm_nt");
+    k.gemm_nt = g_real_nt; // the prepack's own: now it is used
+    free(z);
+    z = batch_pass(&k, &f, ws, &O);
+    cr_expect_gt(g_nt_bt_calls, 0, "the prepack's own gemm_nt did not use it");
+    free(z);
+    clef_ws_free(ws);
+    fixture_free(&f);
+}
+
 Test(batch, narrow_memories_transposed_bitwise_avx512)
 {
     narrow_transposed_bitwise("avx512");

@@ -564,6 +564,9 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
         return gemm_packed_pre((gemm_layout){a_trans, 0}, M, N, K, A, lda,     \
                                NULL, 0, C, ldc, acc, NULL, Bp);                \
     }                                                                          \
+    void clef_f32_gemm_nt_##SFX(int M, int N, int K, const float *A, int lda, \
+                                const float *B, int ldb, float *C, int ldc,    \
+                                int accumulate);                               \
     const clef_gemm_prepack clef_gemm_prepack_##SFX = {                        \
         .name = "clef_f32_gemm_prepack_" #SFX,                                 \
         .a_size = clef_f32_gemm_pack_a_size_##SFX,                             \
@@ -574,6 +577,7 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
         .gemm_pb = clef_f32_gemm_pb_##SFX,                                     \
         .pack_bt = gemm_pack_bt,                                               \
         .gemm_nt_bt = gemm_nt_bt_entry,                                        \
+        .gemm_nt = clef_f32_gemm_nt_##SFX,                                     \
     };
 
 
