@@ -223,8 +223,14 @@ ffn_drop clef_ffn_drop(const clef_ws *ws, int in_site, int out_site, int layer,
 // absorbed form's scratch. Filled in place, field by field: a compound
 // literal of the whole view compiled to rep stos and rep movs, whose start
 // cost (tens of cycles each) showed in the tiny head's ~13 views per update.
+// A layer's buffers of its view: queries, maps, output, and the absorbed
+// form's qt and mt.
+typedef struct view_bufs {
+    float *q, *att, *o, *qt, *mt;
+} view_bufs;
+
 static void memory_view(mha_view *v, const clef_ws *ws, att_rows rows,
-                        const float *mem, const clef_mempack *pk)
+                        const float *mem, const clef_mempack *pk, view_bufs b)
 {
     const int w = ws->cfg.w, h = ws->cfg.h;
     memset(v, 0, sizeof *v);
@@ -237,22 +243,23 @@ static void memory_view(mha_view *v, const clef_ws *ws, att_rows rows,
     v->ab.scr = ws->mscr1;
     v->ab.scr2 = ws->mscr2;
     v->ab.ascr = ws->mascr;
+    v->q = b.q;
+    v->ab.q = b.q;
+    v->att = v->ab.att = b.att;
+    v->o = b.o;
+    v->ab.qt = b.qt;
+    v->ab.mt = b.mt;
 }
 
 void clef_route_view(mha_view *v, const clef_ws *ws, int i)
 {
     const route_acts *a = &ws->route[i];
     const att_rows rows = {ws->o_off, ws->t_off, ws->ot_off};
-    memory_view(v, ws, rows, a->mn.y, &a->mpk);
+    memory_view(v, ws, rows, a->mn.y, &a->mpk,
+                (view_bufs){a->q, a->att, a->o, a->qt, a->mt});
     v->absorbed = ws->absorb_route;
-    v->q = a->q;
-    v->ab.q = a->q;
     v->kv = a->kv;
     v->ldkv = 2 * ws->cfg.w;
-    v->att = v->ab.att = a->att;
-    v->o = a->o;
-    v->ab.qt = a->qt;
-    v->ab.mt = a->mt;
     v->out = clef_drop_at(ws, CLEF_DROP_ROUTE_ATT_OUT, i, ws->o_off);
     v->dt = ws->drop_t;
 }
@@ -262,16 +269,11 @@ void clef_field_view(mha_view *v, const clef_ws *ws, int j)
     const field_acts *a = &ws->field[j];
     const int w = ws->cfg.w;
     const att_rows rows = {ws->q_off, ws->t_off, ws->qt_off};
-    memory_view(v, ws, rows, ws->M, &ws->field_mpk);
+    memory_view(v, ws, rows, ws->M, &ws->field_mpk,
+                (view_bufs){a->qc, a->ca, a->ca_o, a->qt, a->mt});
     v->absorbed = ws->absorb_field;
-    v->q = a->qc;
-    v->ab.q = a->qc;
     v->kv = ws->kvc + (size_t)j * 2 * w; // layer j's columns of (T, L·2w)
     v->ldkv = ws->cfg.L * 2 * w;
-    v->att = v->ab.att = a->ca;
-    v->o = a->ca_o;
-    v->ab.qt = a->qt;
-    v->ab.mt = a->mt;
     v->out = clef_drop_at(ws, CLEF_DROP_FIELD_CA_OUT, j, ws->q_off);
     v->dt = ws->drop_t;
     v->weights_on = v->out.d != NULL; // never absorbed then (batch_forward)

@@ -20,19 +20,11 @@
 
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
-#include "scheduler/registry.h"
-#include "util.h"
+#include "isa_common.h"
 
 #define DIV_BY_STRIDE 4099u
 
 typedef void (*div_by_fn)(size_t n, const float *a, float b, float *y);
-
-static void skip_unless(const char *isa)
-{
-    const char *why = clef_backend_unavailable(clef_backend_find(isa));
-    if (why)
-        cr_skip_test("%s: %s", isa, why);
-}
 
 static float from_bits(uint32_t u)
 {
@@ -99,7 +91,7 @@ static size_t divisors(float *b)
 
 static void div_by_sweep(const char *isa, div_by_fn fn)
 {
-    skip_unless(isa);
+    (void)isa_table_or_skip(isa);
     size_t n;
     float *a = sweep_a(&n), *y = clef_test_falloc(n);
     float b[128];

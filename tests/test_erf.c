@@ -32,17 +32,6 @@ static void skip_unless(const char *isa)
         cr_skip_test("%s: %s", isa, why);
 }
 
-// |got − want| in ulps of the float nearest to want (subnormal spacing at
-// the bottom).
-static double ulp_err(float got, double want)
-{
-    float w = (float)want;
-    double spacing = fabs((double)nextafterf(fabsf(w), INFINITY) - fabsf(w));
-    if (isinf(w)) // want rounds past FLT_MAX: not reached by erf
-        spacing = ldexp(1.0, 104);
-    return fabs((double)got - want) / spacing;
-}
-
 static float from_bits(uint32_t u)
 {
     float f;
@@ -84,7 +73,7 @@ static void erf_sweep(const char *isa, erf_fn fn)
             cr_assert(isnan(y[i]), "%s: erf(NaN) = %g, want NaN", isa, y[i]);
             continue;
         }
-        double e = ulp_err(y[i], erf((double)x[i]));
+        double e = clef_test_ulp_err(y[i], erf((double)x[i]));
         if (e > worst) {
             worst = e;
             worst_x = x[i];

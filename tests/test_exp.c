@@ -21,8 +21,7 @@
 
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
-#include "scheduler/registry.h"
-#include "util.h"
+#include "isa_common.h"
 
 #define EXP_MAX_ULP 2.0
 #define EXP_STRIDE 1021u
@@ -32,23 +31,9 @@
 
 typedef void (*exp_fn)(size_t n, const float *x, float *y);
 
-static void skip_unless(const char *isa)
-{
-    const char *why = clef_backend_unavailable(clef_backend_find(isa));
-    if (why)
-        cr_skip_test("%s: %s", isa, why);
-}
-
-static double ulp_err(float got, double want)
-{
-    float w = (float)want;
-    double spacing = fabs((double)nextafterf(fabsf(w), INFINITY) - fabsf(w));
-    return fabs((double)got - want) / spacing;
-}
-
 static void exp_sweep(const char *isa, exp_fn fn)
 {
-    skip_unless(isa);
+    (void)isa_table_or_skip(isa);
     const size_t cap = (size_t)(UINT32_MAX / EXP_STRIDE) + 2000003 + 8;
     float *x = clef_test_falloc(cap), *y = clef_test_falloc(cap);
     size_t n = 0;
@@ -90,7 +75,7 @@ static void exp_sweep(const char *isa, exp_fn fn)
                           "%s: exp(%a) = %a, want exp's clamp %a", isa, xi,
                           y[i], y[n - 1]);
             } else {
-                const double e = ulp_err(y[i], exp((double)xi));
+                const double e = clef_test_ulp_err(y[i], exp((double)xi));
                 if (e > worst)
                     worst = e, worst_x = xi;
             }

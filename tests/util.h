@@ -53,6 +53,9 @@ bool clef_test_close_d(const float *got, const double *want, size_t n,
                        double atol, double rtol);
 // The first index where a and b (n floats) differ in their bits, or -1.
 long clef_test_first_diff(const float *a, const float *b, size_t n);
+// |got − want| in ulps of the float nearest to want (subnormal spacing at
+// the bottom; 2¹⁰⁴ past FLT_MAX).
+double clef_test_ulp_err(float got, double want);
 // |got[i] − want[i]| ≤ bound[i] (a per-element error bound).
 bool clef_test_within(const float *got, const double *want,
                       const double *bound, size_t n);

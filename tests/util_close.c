@@ -108,3 +108,12 @@ long clef_test_first_diff(const float *a, const float *b, size_t n)
             return (long)i;
     return -1;
 }
+
+double clef_test_ulp_err(float got, double want)
+{
+    float w = (float)want;
+    double spacing = fabs((double)nextafterf(fabsf(w), INFINITY) - fabsf(w));
+    if (isinf(w))
+        spacing = ldexp(1.0, 104);
+    return fabs((double)got - want) / spacing;
+}
