@@ -98,12 +98,6 @@ static void *grow(clef_mm_buf *b, size_t n, size_t size)
     return b->p;
 }
 
-// 1 when X points into the parameters (its bf16 copy is the mirror's).
-static int in_params(const struct clef_mm *mm, const float *X)
-{
-    return X >= mm->pbase && X < mm->pbase + mm->pn;
-}
-
 // X (rows, cols) with row stride ldx as a bf16 operand: its place in the
 // parameters' mirror (same stride), or a contiguous copy (*ld = cols) in
 // scratch slot (this thread, which).
@@ -111,7 +105,7 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
                                int cols, const float *X, int ldx, int *ld)
 {
     struct clef_mm *mm = k->mm;
-    if (in_params(mm, X)) {
+    if (X >= mm->pbase && X < mm->pbase + mm->pn) {
         *ld = ldx;
         return mm->pbf + (X - mm->pbase);
     }
@@ -139,49 +133,12 @@ static const float *widened(struct clef_mm *mm, int which, int rows, int cols,
     float *w = grow(&mm->wide[slot()][which], n ? n : 1, sizeof(float));
     for (int r = 0; r < rows; r++) {
         const uint16_t *x = a + (size_t)r * la;
-        uint32_t *y = (uint32_t *)(void *)(w + (size_t)r * cols);
+        float *y = w + (size_t)r * cols;
 #pragma omp simd
         for (int j = 0; j < cols; j++)
-            y[j] = (uint32_t)x[j] << 16; // clef_bf16_to_f32, as bits
+            y[j] = clef_bf16_to_f32(x[j]);
     }
     return w;
-}
-
-// X (rows, cols, stride ldx) rounded to bf16 and kept as floats (*ld =
-// cols): cvt_f32_bf16's rounding (every backend's, bit for bit: nearest
-// even on the bits, NaN quieted in the top half), then widened, in one
-// pass. The small products' activations.
-static const float *rounded(struct clef_mm *mm, int which, int rows, int cols,
-                            const float *X, int ldx, int *ld)
-{
-    const size_t n = (size_t)rows * cols;
-    *ld = cols > 0 ? cols : 1;
-    float *w = grow(&mm->wide[slot()][which], n ? n : 1, sizeof(float));
-    for (int r = 0; r < rows; r++) {
-        const uint32_t *x =
-            (const uint32_t *)(const void *)(X + (size_t)r * ldx);
-        uint32_t *y = (uint32_t *)(void *)(w + (size_t)r * cols);
-#pragma omp simd
-        for (int j = 0; j < cols; j++) {
-            const uint32_t u = x[j];
-            const uint32_t rne = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-            const uint32_t nan = ((u >> 16) | 0x0040u) << 16;
-            y[j] = (u & 0x7fffffffu) > 0x7f800000u ? nan : rne;
-        }
-    }
-    return w;
-}
-
-// op (rows, cols, stride ldx) of a small product as bf16-rounded floats:
-// a parameter widened from the mirror, anything else rounded here.
-static const float *small_operand(const clef_kernels *k, int which, int rows,
-                                  int cols, const float *X, int ldx, int *ld)
-{
-    struct clef_mm *mm = k->mm;
-    if (in_params(mm, X))
-        return widened(mm, which, rows, cols, mm->pbf + (X - mm->pbase), ldx,
-                       ld);
-    return rounded(mm, which, rows, cols, X, ldx, ld);
 }
 
 // The three forms share one body: op(A) is (M, K) stored (ar, ac), op(B)
@@ -223,13 +180,6 @@ static void mm(const clef_kernels *k, int form, int M, int N, int K,
 {
     const int ar = form == TN ? K : M, ac = form == TN ? M : K;
     const int br = form == NT ? N : K, bc = form == NT ? K : N;
-    if (2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS) { // as mm16, one pass
-        int fa, fb;
-        const float *wa = small_operand(k, 0, ar, ac, A, lda, &fa);
-        const float *wb = small_operand(k, 1, br, bc, B, ldb, &fb);
-        f32_of(k, form)(M, N, K, wa, fa, wb, fb, C, ldc, acc);
-        return;
-    }
     int la, lb;
     const uint16_t *a = operand(k, 0, ar, ac, A, lda, &la);
     const uint16_t *b = operand(k, 1, br, bc, B, ldb, &lb);

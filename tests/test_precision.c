@@ -159,8 +159,8 @@ Test(precision, products_are_the_bf16_kernels_on_rounded_operands)
     products_case(k, 40, 72, 400);
 }
 
-// The small products round activations themselves (core/mm.c, rounded):
-// cvt_f32_bf16's bits on values that test the rounding (ties to even
+// The small products' activations are rounded by cvt_f32_bf16 and widened
+// back (core/mm.c): its bits on values that test the rounding (ties to even
 // both ways, the carry into the exponent, the largest finite rounding to
 // Inf, denormals, NaN with its payload in the low half, ±0, ±Inf), each
 // seen alone through a 64×1×1 product with a parameter of 1.
