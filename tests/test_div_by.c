@@ -8,7 +8,7 @@
 // their neighbours, ±0, FLT_MIN, the smallest subnormal) and softmax-like
 // values in [0, 1]. b: 1 and its neighbours, the ends of each binade,
 // softmax sums in [1, 96], AdamW's √(1 − β2ᵗ) for several β2 and t, the
-// ends of vf_div_by_ok's range and divisors outside it (the division
+// ends of vf_divisor_of's fast range and divisors outside it (the division
 // itself then runs). CLEF_DIV_BY_STRIDE=1 sweeps all 2^32 patterns.
 #include <criterion/criterion.h>
 #include <float.h>
@@ -84,7 +84,7 @@ static size_t divisors(float *b)
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 7; j++)
             b[k++] = (float)sqrt(1.0 - pow(beta2[i], steps[j]));
-    // outside vf_div_by_ok: the division runs, and must still be exact
+    // outside the fast range: the division runs, and must still be exact
     b[k++] = 0x1p-21f, b[k++] = 0x1p21f, b[k++] = 1e30f, b[k++] = 1e-40f;
     return k;
 }

@@ -8,7 +8,7 @@
 
 static inline void adamw_v(float *theta, const float *g, float *m, float *v,
                            int t, vf keep, vf b1, vf c1, vf b2, vf c2, vf step,
-                           vf bc2, vf rbc2, int by, vf eps)
+                           vf_divisor bc2, vf eps)
 {
     vf th = t == VW ? vf_load(theta) : vf_loadn(theta, t);
     vf gi = t == VW ? vf_load(g) : vf_loadn(g, t);
@@ -17,8 +17,7 @@ static inline void adamw_v(float *theta, const float *g, float *m, float *v,
     th = vf_mul(th, keep);
     mi = vf_add(vf_mul(b1, mi), vf_mul(c1, gi));
     vi = vf_add(vf_mul(b2, vi), vf_mul(vf_mul(c2, gi), gi));
-    vf sq = vf_sqrt(vi);
-    vf den = vf_add(by ? vf_div_by(sq, bc2, rbc2) : vf_div(sq, bc2), eps);
+    vf den = vf_add(vf_div_by(vf_sqrt(vi), bc2), eps);
     th = vf_sub(th, vf_div(vf_mul(step, mi), den));
     if (t == VW) {
         vf_store(theta, th);

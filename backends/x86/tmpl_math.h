@@ -250,23 +250,34 @@ static inline vf vf_norm_cdf(vf x, vf *e2)
 //                                  (q1 within 1 ulp, nothing underflows) and
 //                                  Markstein's theorem applies (rb within
 //                                  ½ ulp of 1/b, q1 within 1 ulp of x).
-// Its preconditions hold when vf_div_by_ok(b) (b in [2⁻²⁰, 2²⁰]) and every
-// |a| is 0 or in [2⁻¹⁰⁰, 2¹⁰⁰]: no quotient or remainder leaves the normal
-// range. A vector with any other lane (tiny, huge, Inf, NaN) is divided.
+// Its preconditions hold when b is in [2⁻²⁰, 2²⁰] (fast) and every |a| is 0
+// or in [2⁻¹⁰⁰, 2¹⁰⁰]: no quotient or remainder leaves the normal range. Any
+// other b, or a vector with any other lane (tiny, huge, Inf, NaN), is divided.
 // The sign bit of a is ORed in so that −0 / b gives −0 as the division does.
 // tests/test_div_by.c compares it with the division, in bits.
-static inline int vf_div_by_ok(float b) { return b >= 0x1p-20f && b <= 0x1p20f; }
+typedef struct vf_divisor {
+    vf b, rb;
+    int fast;
+} vf_divisor;
 
-static inline vf vf_div_by(vf a, vf b, vf rb)
+static inline vf_divisor vf_divisor_of(float b)
 {
+    const int fast = b >= 0x1p-20f && b <= 0x1p20f;
+    return (vf_divisor){vf_set1(b), vf_set1(fast ? 1.0f / b : 1.0f), fast};
+}
+
+static inline vf vf_div_by(vf a, vf_divisor d)
+{
+    if (!d.fast)
+        return vf_div(a, d.b);
     vf t = vf_abs(a);
     t = vf_select(vf_le(t, vf_zero()), vf_set1(1.0f), t); // 0 is exact too
     if (!vm_all(vf_le(vf_set1(0x1p-100f), t)) ||
         !vm_all(vf_le(t, vf_set1(0x1p100f))))
-        return vf_div(a, b);
-    vf q = vf_mul(a, rb);
-    q = vf_fma(vf_fnma(q, b, a), rb, q);
-    q = vf_fma(vf_fnma(q, b, a), rb, q);
+        return vf_div(a, d.b);
+    vf q = vf_mul(a, d.rb);
+    q = vf_fma(vf_fnma(q, d.b, a), d.rb, q);
+    q = vf_fma(vf_fnma(q, d.b, a), d.rb, q);
     return vf_or(q, vf_and(a, vf_set1(-0.0f)));
 }
 

@@ -31,20 +31,12 @@ static void softmax_row(int n, float scale, const float *x, float *y)
         vf_storen(y + i, e, n - i);
         s1 = vf_add(s1, e);
     }
-    const float s = vf_hsum(vf_add(s0, s1));
-    vf sum = vf_set1(s);
-    if (vf_div_by_ok(s)) { // s ≥ 1 (the maximum's term is 1): always
-        vf rs = vf_set1(1.0f / s);
-        for (i = 0; i + VW <= n; i += VW)
-            vf_store(y + i, vf_div_by(vf_load(y + i), sum, rs));
-        if (i < n)
-            vf_storen(y + i, vf_div_by(vf_loadn(y + i, n - i), sum, rs), n - i);
-        return;
-    }
+    // the sum is ≥ 1 (the maximum's term is 1): vf_div_by's fast range
+    const vf_divisor sum = vf_divisor_of(vf_hsum(vf_add(s0, s1)));
     for (i = 0; i + VW <= n; i += VW)
-        vf_store(y + i, vf_div(vf_load(y + i), sum));
+        vf_store(y + i, vf_div_by(vf_load(y + i), sum));
     if (i < n)
-        vf_storen(y + i, vf_div(vf_loadn(y + i, n - i), sum), n - i);
+        vf_storen(y + i, vf_div_by(vf_loadn(y + i, n - i), sum), n - i);
 }
 
 // dx (n) += y ⊙ (dy − dot) · scale, dot = Σ dy ⊙ y; `out` may alias dy when
