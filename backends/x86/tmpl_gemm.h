@@ -575,7 +575,7 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
         .b_size = clef_f32_gemm_pack_b_size_##SFX,                             \
         .pack_b = clef_f32_gemm_pack_b_##SFX,                                  \
         .gemm_pb = clef_f32_gemm_pb_##SFX,                                     \
-        .pack_bt = gemm_pack_bt,                                               \
+        .pack_bt = gemm_transpose_b,                                           \
         .gemm_nt_bt = gemm_nt_bt_entry,                                        \
         .gemm_nt = clef_f32_gemm_nt_##SFX,                                     \
     };
@@ -850,14 +850,21 @@ static void gemm_rows_call(int R, int K, const float *A, size_t sai,
     }
 }
 
-// C (M,N) [+]= Σ_k a(i,k) B[k] over all rows: 8-row blocks for one-vector
-// column chunks, GEMM_ROWS_2V_MAX-row blocks for two-vector chunks.
-// One block of up to 2·VW columns of C, every row.
+// Rows of C per gemm_rows_call on a strip w wide: 8 one-vector chains side
+// by side (the latency of long chains, a record's T rows, is the limit),
+// else as many as the two-vector kernel holds.
+static inline int gemm_rows_per_call(int w)
+{
+    return w <= VW ? 8 : GEMM_ROWS_2V_MAX;
+}
+
+// C (M,N) [+]= Σ_k a(i,k) B[k] over all rows, gemm_rows_per_call(w) rows
+// at a time. One block of up to 2·VW columns of C, every row.
 static void gemm_rows_block(int M, int K, const float *A, size_t sai,
                             size_t sak, const float *B, int ldb, float *C,
                             int ldc, int accum, int j, int w)
 {
-    int rb = w <= VW ? 8 : GEMM_ROWS_2V_MAX;
+    const int rb = gemm_rows_per_call(w);
     for (int i = 0; i < M; i += rb) {
         int R = M - i < rb ? M - i : rb;
         const float *a = A + i * sai;
@@ -987,9 +994,7 @@ static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
             for (int st = c0; st < c1; st++) {
                 int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
                 const float *pf = nn_strip_next(K, B, ldb, KB, k0, st, c0, c1);
-                // one-vector strips: 8 rows' chains side by side (the
-                // latency of 96-long chains, T rows of a record, is the limit)
-                const int rb = w <= VW ? 8 : GEMM_ROWS_2V_MAX;
+                const int rb = gemm_rows_per_call(w);
                 for (int i = 0; i < M; i += rb) {
                     int R = M - i < rb ? M - i : rb;
                     gemm_rows_call(R, kb, A + (size_t)i * lda + k0,
@@ -1012,7 +1017,7 @@ static void gemm_rows_small_nn(int M, int N, int K, const float *A, int lda,
     if (nstrip == 1 && K <= gemm_nn_kb(M)) {
         // one strip, one K block (the tiny heads' dX = dY W): the strips
         // loop's only iteration, without its setup
-        const int rb = N <= VW ? 8 : GEMM_ROWS_2V_MAX;
+        const int rb = gemm_rows_per_call(N);
         for (int i = 0; i < M; i += rb)
             gemm_rows_call(M - i < rb ? M - i : rb, K, A + (size_t)i * lda,
                            (size_t)lda, 1, B, ldb, C + (size_t)i * ldc, ldc, N,
@@ -1148,8 +1153,9 @@ static void gemm_nt_n8_regs(int M, int K, const float *A, int lda,
 }
 #endif
 
-// bt (K, N) = Bᵀ for B (N, K) (K ≤ 32): register transposes of 4, 8 or VW
-// rows of B at a time, element copies for the last columns.
+// bt (K, N) = Bᵀ for B (N, K), any K: register transposes of 4, 8 or VW
+// rows of B at a time, element copies for the last columns. (The small nt
+// calls it for K ≤ 32, its stack buffer's bound; pack_bt for any K.)
 static void gemm_transpose_b(int N, int K, const float *B, int ldb, float *bt)
 {
     int j = 0;
@@ -1230,18 +1236,6 @@ static int gemm_nt_bt_small(int M, int N, int K, const float *A, int lda,
         return -1;
     gemm_rows_small(M, N, K, A, (size_t)lda, 1, Bt, ldbt, C, ldc, accum);
     return 0;
-}
-
-// Bt (K, N) = Bᵀ for the prepack table (pack_bt); any K.
-static void gemm_pack_bt(int N, int K, const float *B, int ldb, float *Bt)
-{
-    if (K <= 32) {
-        gemm_transpose_b(N, K, B, ldb, Bt);
-        return;
-    }
-    for (int j = 0; j < N; j++)
-        for (int k = 0; k < K; k++)
-            Bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
 }
 
 // Small-shape rule, shared by the three layouts: the packed path pays off
