@@ -218,17 +218,18 @@ ffn_drop clef_ffn_drop(const clef_ws *ws, int in_site, int out_site, int layer,
                       clef_drop_at(ws, out_site, layer, off), ws->drop_t};
 }
 
-// What the views of the memory attentions share: the batch, the rows each
-// record's attention sees, the memory mem (T, w) and its packs pk, and the
-// absorbed form's scratch. Filled in place, field by field: a compound
-// literal of the whole view compiled to rep stos and rep movs, whose start
-// cost (tens of cycles each) showed in the tiny head's ~13 views per update.
 // A layer's buffers of its view: queries, maps, output, and the absorbed
 // form's qt and mt.
 typedef struct view_bufs {
     float *q, *att, *o, *qt, *mt;
 } view_bufs;
 
+// What the views of the memory attentions share: the batch, the rows each
+// record's attention sees, the memory mem (T, w) and its packs pk, the
+// absorbed form's scratch and the layer's buffers b. Filled in place, field
+// by field: a compound literal of the whole view compiled to rep stos and
+// rep movs, whose start cost (tens of cycles each) showed in the tiny
+// head's ~13 views per update.
 static void memory_view(mha_view *v, const clef_ws *ws, att_rows rows,
                         const float *mem, const clef_mempack *pk, view_bufs b)
 {

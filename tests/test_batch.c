@@ -611,16 +611,25 @@ static int counting_nt_bt(int M, int N, int K, const float *A, int lda,
     return g_nt_bt(M, N, K, A, lda, Bt, ldbt, C, ldc, acc);
 }
 
-static void narrow_transposed_bitwise(const char *backend)
+// *k = backend's table with *spy, its prepack whose gemm_nt_bt counts calls.
+static void counting_table(const char *backend, clef_gemm_prepack *spy,
+                           clef_kernels *k)
 {
     const clef_kernels *kb = isa_table_or_skip(backend);
     cr_assert(kb->prepack && kb->prepack->gemm_nt_bt, "%s: no gemm_nt_bt", backend);
-    clef_gemm_prepack spy = *kb->prepack;
-    g_nt_bt = spy.gemm_nt_bt;
-    spy.gemm_nt_bt = counting_nt_bt;
-    clef_kernels k = *kb;
-    k.prepack = &spy;
+    *spy = *kb->prepack;
+    g_nt_bt = spy->gemm_nt_bt;
+    spy->gemm_nt_bt = counting_nt_bt;
+    *k = *kb;
+    k->prepack = spy;
     g_nt_bt_calls = 0;
+}
+
+static void narrow_transposed_bitwise(const char *backend)
+{
+    clef_gemm_prepack spy;
+    clef_kernels k;
+    counting_table(backend, &spy, &k);
     fixture f[2];
     float *z[2], *g[2];
     int O = 0;
@@ -660,15 +669,11 @@ static void wrapped_nt(int M, int N, int K, const float *A, int lda,
 
 Test(batch, narrow_memories_transposed_only_for_the_prepacks_gemm_nt)
 {
-    const clef_kernels *kb = isa_table_or_skip("avx512");
-    clef_gemm_prepack spy = *kb->prepack;
-    g_nt_bt = spy.gemm_nt_bt;
-    spy.gemm_nt_bt = counting_nt_bt;
-    clef_kernels k = *kb;
-    k.prepack = &spy;
+    clef_gemm_prepack spy;
+    clef_kernels k;
+    counting_table("avx512", &spy, &k);
     g_real_nt = k.gemm_nt;
     k.gemm_nt = wrapped_nt;
-    g_nt_bt_calls = 0;
     fixture f;
     fixture_init(&f, 41);
     clef_ws *ws = fixture_ws(&f, NREC, "absorb");
