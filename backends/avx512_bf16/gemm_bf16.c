@@ -1,19 +1,23 @@
 // bf16 GEMMs on AVX512-BF16 (vdpbf16ps): C (M,N) = [C +] op(A) · op(B).
 //
-// Both operands are packed (backends/x86/bf16_pack.h): A row-major with K
-// padded to even, B in VNNI panels of 32 columns. The microkernel keeps a
-// 12×32 block of C in 24 zmm accumulators; per pair of k it loads the two
-// B vectors of the panel (16 dwords each, (B[2kp][n], B[2kp+1][n])) and,
-// per row, broadcasts the dword (A[m][2kp], A[m][2kp+1]): one vdpbf16ps
-// adds both products to 16 columns. K runs in blocks of KCP pairs (C is
-// loaded and stored once per block); column chunks of CHUNK panels run in
-// parallel, each packing its own B panels; the split never touches a sum,
-// so the bits do not depend on the thread count. vdpbf16ps rounds each
-// step to float (round to nearest even) and treats denormal inputs and
-// outputs as zero.
+// Both operands are packed: op(B) into VNNI panels of 32 columns
+// (backends/x86/bf16_pack.h, shared with the AMX kernels), op(A) row-major
+// with K padded to even (pack_a_rows: row copies, or for Aᵀ pairs of rows
+// of A interleaved and transposed in 16×16 dword blocks). The microkernel
+// keeps a 12×32 block of C in 24 zmm accumulators; per pair of k it loads
+// the two B vectors of the panel (16 dwords each, (B[2kp][n], B[2kp+1][n]))
+// and, per row, broadcasts the dword (A[m][2kp], A[m][2kp+1]): one
+// vdpbf16ps adds both products to 16 columns. It prefetches its C block
+// first, so the load (or the store's read for ownership) at the end does
+// not wait on memory. K runs in blocks of KCP pairs (C is loaded and stored
+// once per block); column chunks of CHUNK panels run in parallel, each
+// packing its own B panels; the split never touches a sum, so the bits do
+// not depend on the thread count. vdpbf16ps rounds each step to float
+// (round to nearest even) and treats denormal inputs and outputs as zero.
 #include <immintrin.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "avx512_bf16.h"
 #include "backends/scalar/scalar.h"
@@ -24,9 +28,47 @@
 #define CHUNK 4 // B panels per parallel chunk (128 columns)
 #define SERIAL_FLOPS 4194304.0
 
+// Rows [12 q, 12 q + 12) of the A pack: row m holds KPp dwords (A[m][2kp],
+// A[m][2kp+1]) of op(A) (rows past M zero). trans 0: A (M,K), row copies;
+// trans 1: A (K,M): rows 2kp and 2kp+1 of A interleaved, 16 pairs × 16
+// columns at a time, and the 16×16 dwords transposed into 12 rows.
+static void pack_a_rows(int trans, int M, int K, const uint16_t *A, int lda,
+                        uint32_t *Ap, int KPp, int q)
+{
+    const int m0 = MR * q, mr = M - m0 < MR ? M - m0 : MR;
+    for (int r = mr; r < MR; r++)
+        memset(Ap + (size_t)(m0 + r) * KPp, 0, (size_t)KPp * sizeof *Ap);
+    if (!trans) {
+        for (int r = 0; r < mr; r++) {
+            uint16_t *d = (uint16_t *)(Ap + (size_t)(m0 + r) * KPp);
+            memcpy(d, A + (size_t)(m0 + r) * lda, (size_t)K * sizeof *d);
+            memset(d + K, 0, (2 * (size_t)KPp - K) * sizeof *d);
+        }
+        return;
+    }
+    for (int kp0 = 0; kp0 < KPp; kp0 += 16) {
+        const int nkp = KPp - kp0 < 16 ? KPp - kp0 : 16;
+        __m512i v[16];
+        for (int i = 0; i < 16; i++) {
+            const int k = 2 * (kp0 + i);
+            v[i] = i < nkp
+                       ? bf16_pair16(A + (size_t)k * lda + m0,
+                                     k + 1 < K ? A + (size_t)(k + 1) * lda + m0
+                                               : NULL,
+                                     mr)
+                       : _mm512_setzero_si512();
+        }
+        bf16_transpose16(v); // v[r]: pairs kp0.. of row m0 + r
+        const __mmask16 keep = bf16_mask16(nkp);
+        for (int r = 0; r < mr; r++)
+            _mm512_mask_storeu_epi32(Ap + (size_t)(m0 + r) * KPp + kp0, keep,
+                                     v[r]);
+    }
+}
+
 // C[0..mr, 0..nv) (ld ldc) [+]= the 12×32 block over kc pairs:
-// a: rows of the A pack (ld lda32 dwords) at the block's first pair,
-// b: the B panel at the block's first pair.
+// a: row 0 of the block's rows in the A pack at the block's first pair (ld
+// lda32 dwords), b: the B panel at the block's first pair.
 static inline __attribute__((always_inline)) void
 ukr(const int mr, int kc, const uint32_t *a, size_t lda32, const uint32_t *b,
     float *C, int ldc, int nv, int add)
@@ -35,8 +77,13 @@ ukr(const int mr, int kc, const uint32_t *a, size_t lda32, const uint32_t *b,
     // unroll and the accumulators stay in registers
     __m512 acc[MR][2];
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; r++)
+    for (int r = 0; r < MR; r++) {
         acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+        if (r < mr) { // C is read or written after the loop: fetch it now
+            _mm_prefetch((const char *)(C + (size_t)r * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char *)(C + (size_t)r * ldc + 16), _MM_HINT_T0);
+        }
+    }
     for (int kp = 0; kp < kc; kp++) {
         const __m512bh b0 = (__m512bh)_mm512_load_si512(b + 32 * (size_t)kp);
         const __m512bh b1 =
@@ -93,6 +140,28 @@ static void ukr_any(int mr, int kc, const uint32_t *a, size_t lda32,
     }
 }
 
+// The chunk's panels [p0, p1) over K block [k0, k0 + kc): every row of C
+// against each panel (its B block stays in L1).
+static void chunk_block(int M, int N, const uint32_t *Ap, const uint32_t *Bp,
+                        int KPp, int k0, int kc, int p0, int p1, float *C,
+                        int ldc, int add)
+{
+    for (int p = p0; p < p1; p++) {
+        const uint32_t *b = Bp + ((size_t)p * KPp + k0) * CLEF_BF16_PANEL;
+        const int n0 = p * CLEF_BF16_PANEL;
+        const int nv = N - n0 < 32 ? N - n0 : 32;
+        for (int m0 = 0; m0 < M; m0 += MR) {
+            const int mr = M - m0 < MR ? M - m0 : MR;
+            const uint32_t *a = Ap + (size_t)m0 * KPp + k0;
+            float *c = C + (size_t)m0 * ldc + n0;
+            if (mr == MR)
+                ukr(MR, kc, a, KPp, b, c, ldc, nv, add);
+            else
+                ukr_any(mr, kc, a, KPp, b, c, ldc, nv, add);
+        }
+    }
+}
+
 static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                  int lda, const uint16_t *B, int ldb, float *C, int ldc,
                  int accumulate, clef_gemm_bf16_fn fallback)
@@ -107,47 +176,33 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
         return;
     }
     const int KPp = (K + 1) / 2,
-              np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL;
-    const size_t lda32 = (size_t)KPp; // dwords per row of the A pack
-    uint16_t *Ap = bf16_scratch_get(&bf16_tls.a, (size_t)M * lda32 * 4);
+              np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL,
+              nblk = (M + MR - 1) / MR;
+    uint32_t *Ap = bf16_scratch_get(&bf16_tls.a,
+                                    (size_t)nblk * KPp * MR * sizeof(uint32_t));
     uint32_t *Bp = bf16_scratch_get(
         &bf16_tls.b, (size_t)np * KPp * CLEF_BF16_PANEL * sizeof(uint32_t));
     if (!Ap || !Bp) { // no packing scratch: the reference, same contract
         fallback(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
-    const int nchunks = (np + CHUNK - 1) / CHUNK, nmb = (M + 15) / 16;
+    const int nchunks = (np + CHUNK - 1) / CHUNK;
     const int par = nchunks > 1 && 2.0 * M * N * K >= SERIAL_FLOPS &&
                     omp_get_max_threads() > 1 && !omp_in_parallel();
 #pragma omp parallel if (par)
     {
 #pragma omp for schedule(static)
-        for (int mb = 0; mb < nmb; mb++)
-            bf16_pack_a(ta, M, K, A, lda, Ap, KPp, 16 * mb,
-                        16 * mb + 16 < M ? 16 * mb + 16 : M);
+        for (int q = 0; q < nblk; q++) {
+            pack_a_rows(ta, M, K, A, lda, Ap, KPp, q);
+        }
 #pragma omp for schedule(static)
         for (int ch = 0; ch < nchunks; ch++) {
             const int p0 = ch * CHUNK, p1 = p0 + CHUNK < np ? p0 + CHUNK : np;
             bf16_pack_b(tb, N, K, B, ldb, Bp, KPp, p0, p1);
             for (int k0 = 0; k0 < KPp; k0 += KCP) {
                 const int kc = KPp - k0 < KCP ? KPp - k0 : KCP;
-                const int add = k0 > 0 || accumulate;
-                for (int p = p0; p < p1; p++) {
-                    const uint32_t *b =
-                        Bp + ((size_t)p * KPp + k0) * CLEF_BF16_PANEL;
-                    const int n0 = p * CLEF_BF16_PANEL;
-                    const int nv = N - n0 < 32 ? N - n0 : 32;
-                    for (int m0 = 0; m0 < M; m0 += MR) {
-                        const int mr = M - m0 < MR ? M - m0 : MR;
-                        const uint32_t *a =
-                            (const uint32_t *)Ap + (size_t)m0 * lda32 + k0;
-                        float *c = C + (size_t)m0 * ldc + n0;
-                        if (mr == MR)
-                            ukr(MR, kc, a, lda32, b, c, ldc, nv, add);
-                        else
-                            ukr_any(mr, kc, a, lda32, b, c, ldc, nv, add);
-                    }
-                }
+                chunk_block(M, N, Ap, Bp, KPp, k0, kc, p0, p1, C, ldc,
+                            k0 > 0 || accumulate);
             }
         }
     }

@@ -2,22 +2,16 @@
 // (backends/amx/, backends/avx512_bf16/; AVX-512 F/BW/VL code, included only
 // by files built with those flags).
 //
-// Both kernels read the same two layouts, zero-padded so that no kernel ever
-// reads an element outside op(A) (M,K) or op(B) (K,N), and padded elements
-// add exact zeros:
-//   A  row-major (Mp, 2·KPp) bf16: row m is op(A)'s row m (K values, then
-//      zeros); rows M..Mp-1 zero. An AMX A tile is 16 rows × 32 values of it
-//      (stride 4·KPp bytes); the AVX512-BF16 kernel broadcasts its dwords
-//      (one pair of consecutive k per dword).
+// Both kernels read op(B) in one layout, zero-padded so that no kernel ever
+// reads an element outside op(B) (K,N), and padded elements add exact zeros
+// (each packs op(A) in its own layout, in its own file):
 //   B  VNNI panels of 32 columns: panel p holds, for each pair kp < KPp, 32
 //      dwords (B[2kp][n], B[2kp+1][n]) for n = 32p .. 32p+31 (low half the
 //      even k), zeros past N and K. An AMX B tile is 16 kp rows × 16 of those
 //      dwords (stride 128 bytes); the AVX512-BF16 kernel loads 2 × 16 dwords
 //      per kp.
 // KPp: pairs of k, ≥ ceil(K/2) (the AMX kernel rounds it up to 16, a tile's
-// depth). The layouts gemm_nt/nn/tn read (kernels.h) map onto them as:
-//   op(A) = A (M,K) (nt, nn): row copies;  op(A) = Aᵀ, A (K,M) (tn): pairs of
-//   rows of A interleaved into dwords, scattered to the rows of the pack.
+// depth). The layouts gemm_nt/nn/tn read (kernels.h) map onto it as:
 //   op(B) = Bᵀ, B (N,K) (nt): each dword is two consecutive values of a row
 //   of B: 16×16 blocks of dwords from 16 rows, transposed;  op(B) = B (K,N)
 //   (nn, tn): pairs of rows of B interleaved.
@@ -51,47 +45,9 @@ static inline __m512i bf16_pair16(const uint16_t *a, const uint16_t *b, int n)
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-// Rows [m0, m1) of the A pack (Mp rows of 2·KPp values). trans 0: A (M,K);
-// trans 1: A (K,M). Rows past M are zeroed here too.
-static inline void bf16_pack_a(int trans, int M, int K, const uint16_t *A,
-                               int lda, uint16_t *Ap, int KPp, int m0, int m1)
-{
-    const size_t ldp = 2 * (size_t)KPp;
-    if (!trans) {
-        for (int m = m0; m < m1; m++) {
-            uint16_t *d = Ap + (size_t)m * ldp;
-            if (m < M) {
-                memcpy(d, A + (size_t)m * lda, (size_t)K * sizeof *d);
-                memset(d + K, 0, (ldp - K) * sizeof *d);
-            } else {
-                memset(d, 0, ldp * sizeof *d);
-            }
-        }
-        return;
-    }
-    // Aᵀ: 16 rows at a time; dword kp of row m = A[2kp][m] | A[2kp+1][m]<<16
-    const __m512i row = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32((int)(ldp * sizeof(uint16_t))));
-    for (int mb = m0; mb < m1; mb += 16) {
-        const int nm = (m1 - mb < 16 ? m1 - mb : 16);
-        const int valid = M - mb; // rows of A's columns that exist
-        const __mmask16 keep = bf16_mask16(nm);
-        for (int kp = 0; kp < KPp; kp++) {
-            const int k = 2 * kp;
-            __m512i v = _mm512_setzero_si512();
-            if (k < K && valid > 0)
-                v = bf16_pair16(
-                    A + (size_t)k * lda + mb,
-                    k + 1 < K ? A + (size_t)(k + 1) * lda + mb : NULL, valid);
-            _mm512_mask_i32scatter_epi32(Ap + (size_t)mb * ldp + k, keep, row,
-                                         v, 1);
-        }
-    }
-}
-
 // r[i] (16 dwords each) := column i of the 16×16 dword matrix r.
-static inline void bf16_transpose16(__m512i r[16])
+static inline __attribute__((always_inline)) void
+bf16_transpose16(__m512i r[16])
 {
     __m512i t[16], u[16];
     for (int i = 0; i < 16; i += 2) {
@@ -117,57 +73,88 @@ static inline void bf16_transpose16(__m512i r[16])
     }
 }
 
+// Columns [nb, nb + 16) of panels of B (N,K) (nt): rows nb.. of B, 16
+// dwords (32 values of k) each, as 16×16 blocks of dwords transposed (row kp
+// of the panel); dh: the panel's half at pair 0.
+static inline void bf16_pack_bt_half(int N, int K, const uint16_t *B, int ldb,
+                                     uint32_t *dh, int KPp, int nb)
+{
+    const int nn = N - nb; // valid columns
+    for (int kp0 = 0; kp0 < KPp; kp0 += 16) {
+        const int nk = K - 2 * kp0; // values of k left
+        const __mmask32 mk = nk >= 32  ? 0xffffffffu
+                             : nk <= 0 ? 0u
+                                       : (__mmask32)((1u << nk) - 1u);
+        __m512i r[16];
+        if (2 * kp0 + 128 < K) // the rows 4 blocks ahead
+            for (int j = 0; j < 16 && j < nn; j++)
+                _mm_prefetch((const char *)(B + (size_t)(nb + j) * ldb +
+                                            2 * (size_t)kp0 + 128),
+                             _MM_HINT_T0);
+        for (int j = 0; j < 16; j++)
+            r[j] = j < nn
+                       ? _mm512_maskz_loadu_epi16(
+                             mk, B + (size_t)(nb + j) * ldb + 2 * (size_t)kp0)
+                       : _mm512_setzero_si512();
+        bf16_transpose16(r);
+        const int nrow = KPp - kp0 < 16 ? KPp - kp0 : 16;
+        for (int i = 0; i < nrow; i++)
+            _mm512_store_si512(dh + (size_t)(kp0 + i) * CLEF_BF16_PANEL, r[i]);
+    }
+}
+
+// Panels [p0, p1) of B (K,N) (nn, tn): per pair of rows of B, the 32·(p1-p0)
+// columns read in one sweep (whole cache lines) and interleaved into
+// dwords, 32 per panel.
+static inline void bf16_pack_bn(int N, int K, const uint16_t *B, int ldb,
+                                uint32_t *Bp, int KPp, int p0, int p1)
+{
+    // word 2j of a result: x[j], word 2j+1: y[j] (lo: j < 16, hi: j ≥ 16)
+    __m512i lo, hi;
+    {
+        uint16_t il[32], ih[32];
+        for (int j = 0; j < 16; j++) {
+            il[2 * j] = (uint16_t)j, il[2 * j + 1] = (uint16_t)(32 + j);
+            ih[2 * j] = (uint16_t)(16 + j), ih[2 * j + 1] = (uint16_t)(48 + j);
+        }
+        lo = _mm512_loadu_si512(il), hi = _mm512_loadu_si512(ih);
+    }
+    for (int kp = 0; kp < KPp; kp++) {
+        const int rows = K - 2 * kp; // rows 2kp, 2kp + 1 where they exist
+        const uint16_t *r0 = rows > 0 ? B + 2 * (size_t)kp * ldb : NULL;
+        for (int p = p0; p < p1; p++) {
+            uint32_t *d = Bp + ((size_t)p * KPp + kp) * CLEF_BF16_PANEL;
+            if (!r0) { // KPp past K (the AMX kernel's whole tiles): zeros
+                _mm512_store_si512(d, _mm512_setzero_si512());
+                _mm512_store_si512(d + 16, _mm512_setzero_si512());
+                continue;
+            }
+            const int n0 = p * CLEF_BF16_PANEL, nn = N - n0;
+            const __mmask32 m =
+                nn >= 32 ? 0xffffffffu : (__mmask32)((1u << nn) - 1u);
+            const __m512i x = _mm512_maskz_loadu_epi16(m, r0 + n0);
+            const __m512i y = rows > 1
+                                  ? _mm512_maskz_loadu_epi16(m, r0 + ldb + n0)
+                                  : _mm512_setzero_si512();
+            _mm512_store_si512(d, _mm512_permutex2var_epi16(x, lo, y));
+            _mm512_store_si512(d + 16, _mm512_permutex2var_epi16(x, hi, y));
+        }
+    }
+}
+
 // Panels [p0, p1) of the B pack. trans 1: B (N,K) (nt); 0: B (K,N).
 static inline void bf16_pack_b(int trans, int N, int K, const uint16_t *B,
                                int ldb, uint32_t *Bp, int KPp, int p0, int p1)
 {
-    for (int p = p0; p < p1; p++) {
-        uint32_t *d = Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
-        const int n0 = p * CLEF_BF16_PANEL;
-        for (int h = 0; h < 2; h++) {
-            const int nb = n0 + 16 * h, nn = N - nb; // valid columns
-            uint32_t *dh = d + 16 * h;
-            if (trans) {
-                // rows nb.. of B, 16 dwords (32 values of k) each, as a
-                // 16×16 block of dwords transposed: row kp of the panel
-                for (int kp0 = 0; kp0 < KPp; kp0 += 16) {
-                    const int nk = K - 2 * kp0; // values of k left
-                    const __mmask32 mk = nk >= 32 ? 0xffffffffu
-                                         : nk <= 0
-                                             ? 0u
-                                             : (__mmask32)((1u << nk) - 1u);
-                    __m512i r[16];
-                    if (2 * kp0 + 128 < K) // the rows 4 blocks ahead
-                        for (int j = 0; j < 16 && j < nn; j++)
-                            _mm_prefetch((const char *)(B +
-                                                        (size_t)(nb + j) * ldb +
-                                                        2 * (size_t)kp0 + 128),
-                                         _MM_HINT_T0);
-                    for (int j = 0; j < 16; j++)
-                        r[j] = j < nn ? _mm512_maskz_loadu_epi16(
-                                            mk, B + (size_t)(nb + j) * ldb +
-                                                    2 * (size_t)kp0)
-                                      : _mm512_setzero_si512();
-                    bf16_transpose16(r);
-                    const int nrow = KPp - kp0 < 16 ? KPp - kp0 : 16;
-                    for (int i = 0; i < nrow; i++)
-                        _mm512_store_si512(
-                            dh + (size_t)(kp0 + i) * CLEF_BF16_PANEL, r[i]);
-                }
-            } else {
-                for (int kp = 0; kp < KPp; kp++) {
-                    const int k = 2 * kp;
-                    __m512i v = _mm512_setzero_si512();
-                    if (k < K && nn > 0)
-                        v = bf16_pair16(
-                            B + (size_t)k * ldb + nb,
-                            k + 1 < K ? B + (size_t)(k + 1) * ldb + nb : NULL,
-                            nn);
-                    _mm512_store_si512(dh + (size_t)kp * CLEF_BF16_PANEL, v);
-                }
-            }
-        }
+    if (!trans) {
+        bf16_pack_bn(N, K, B, ldb, Bp, KPp, p0, p1);
+        return;
     }
+    for (int p = p0; p < p1; p++)
+        for (int h = 0; h < 2; h++)
+            bf16_pack_bt_half(N, K, B, ldb,
+                              Bp + (size_t)p * KPp * CLEF_BF16_PANEL + 16 * h,
+                              KPp, p * CLEF_BF16_PANEL + 16 * h);
 }
 
 // The packing scratch of the including file: an A and a B buffer, 64-byte
