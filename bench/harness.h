@@ -85,6 +85,7 @@ typedef struct clef_bench_opts {
     int options;          // --train: options per question (0: the shape's)
     int scaling;          // --train --scaling N: 1 vs N threads (0: off)
     int bf16;             // --train --precision bf16 (core/mm.h)
+    int compare;          // --train --precision fp32,bf16: side by side
 } clef_bench_opts;
 void clef_bench_opts_default(clef_bench_opts *o); // seed 1, timed, 0.05 s, 1000
 

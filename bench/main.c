@@ -46,7 +46,7 @@ static void usage(FILE *f)
             "                  [--budget SECONDS=0.05] [--no-time] [--batch B=1]\n"
             "                  [--questions Q] [--options N]  (--train geometry)\n"
             "                  [--scaling N]  (--train: 1 vs N threads)\n"
-            "                  [--precision fp32|bf16]  (--train)\n"
+            "                  [--precision fp32|bf16|fp32,bf16]  (--train)\n"
             "\n"
             "Checks each backend's kernels against the scalar reference on the\n"
             "head's shapes and the edge battery, then times them. --backend,\n"
@@ -55,7 +55,9 @@ static void usage(FILE *f)
             "--train times whole training updates per backend and shape;\n"
             "with --scaling N it alternates updates on 1 and N threads, and\n"
             "oneDNN sgemm calls on 1 and N threads as the machine's own\n"
-            "scaling in the same window, and reports both speedups.\n"
+            "scaling in the same window, and reports both speedups;\n"
+            "with --precision fp32,bf16 it alternates fp32 and bf16 updates\n"
+            "of the same head and records and reports bf16's speedup.\n"
             "--list prints the backends, ops and shapes. --budget is the time\n"
             "spent timing each row; --no-time only checks.\n"
             "Exit: 0 all passed or skipped, 1 a FAIL or MISTRUSTED, 2 bad usage.\n"
@@ -262,9 +264,10 @@ static int parse_args(int argc, char **argv, bench_args *a)
                 return bad_usage(f, "'%s' must be a whole number", v);
             a->opts.scaling = (int)x;
         } else if (strcmp(f, "--precision") == 0) {
-            if (strcmp(v, "fp32") && strcmp(v, "bf16"))
-                return bad_usage(f, "'%s' is not fp32 or bf16", v);
+            if (strcmp(v, "fp32") && strcmp(v, "bf16") && strcmp(v, "fp32,bf16"))
+                return bad_usage(f, "'%s' is not fp32, bf16 or fp32,bf16", v);
             a->opts.bf16 = !strcmp(v, "bf16");
+            a->opts.compare = !strcmp(v, "fp32,bf16");
         } else if (strcmp(f, "--batch") == 0) {
             if (parse_number(f, v, 1, 1024, &x))
                 return 2;
@@ -283,8 +286,10 @@ static int parse_args(int argc, char **argv, bench_args *a)
         return rc;
     if (a->opts.scaling && !a->train)
         return bad_usage("--scaling", "%s", "needs --train");
-    if (a->opts.bf16 && !a->train)
+    if ((a->opts.bf16 || a->opts.compare) && !a->train)
         return bad_usage("--precision", "%s", "needs --train");
+    if (a->opts.compare && a->opts.scaling)
+        return bad_usage("--precision", "%s", "fp32,bf16 and --scaling: one comparison at a time");
 #if CLEF_MINIMAL
     if (a->train || a->json) {
         fprintf(stderr, "clef-bench: %s: not available in this build "

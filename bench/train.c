@@ -20,10 +20,10 @@
 #define TRAIN_R 2  // routing layers (HEAD.md §1: every released size)
 #define TRAIN_L 4  // field layers
 
-
 static float uniform(uint64_t *s, float lo, float hi)
 {
-    return lo + (hi - lo) * (float)(clef_splitmix64(s) >> 40) * (1.0f / 16777216.0f);
+    return lo +
+           (hi - lo) * (float)(clef_splitmix64(s) >> 40) * (1.0f / 16777216.0f);
 }
 
 // A synthetic train record of the shape's size: H (T, d) and E (V, d)
@@ -35,9 +35,8 @@ static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
     memset(r, 0, sizeof *r);
     // --questions Q --options N replace the shape's question geometry
     int T = s->T, d = s->d, Q = op->questions ? op->questions : s->Q;
-    int O = op->questions || op->options
-                ? Q * (op->options ? op->options : 2)
-                : (s->O < s->Q ? s->Q : s->O);
+    int O = op->questions || op->options ? Q * (op->options ? op->options : 2)
+                                         : (s->O < s->Q ? s->Q : s->O);
     r->T = T, r->d = d, r->Q = Q, r->O = O;
     r->split = CLEF_SPLIT_TRAIN;
     r->id = strdup("bench");
@@ -65,10 +64,11 @@ static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
         r->opt_off[q] = (int)((long)q * O / Q);
     for (int q = 0; q < Q; q++) {
         int n = r->opt_off[q + 1] - r->opt_off[q];
-        r->qtype[q] = q % 3 == 0 ? CLEF_QTYPE_NOUL
+        r->qtype[q] = q % 3 == 0   ? CLEF_QTYPE_NOUL
                       : q % 3 == 1 ? CLEF_QTYPE_CHOICE
                                    : CLEF_QTYPE_SCORE;
-        int a = (int)(clef_splitmix64(&st) % T), b = (int)(clef_splitmix64(&st) % T);
+        int a = (int)(clef_splitmix64(&st) % T),
+            b = (int)(clef_splitmix64(&st) % T);
         r->qspan[2 * q] = a < b ? a : b;
         r->qspan[2 * q + 1] = (a < b ? b : a) + 1;
         r->has_target[q] = 1;
@@ -76,7 +76,8 @@ static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
         r->target[r->opt_off[q] + r->label[q]] = 1.0f;
     }
     for (int o = 0; o < O; o++) {
-        int a = (int)(clef_splitmix64(&st) % T), b = (int)(clef_splitmix64(&st) % T);
+        int a = (int)(clef_splitmix64(&st) % T),
+            b = (int)(clef_splitmix64(&st) % T);
         r->ospan[2 * o] = a < b ? a : b;
         r->ospan[2 * o + 1] = (a < b ? b : a) + 1;
     }
@@ -84,8 +85,8 @@ static int make_record(const clef_bench_shape *s, const clef_bench_opts *op,
 }
 
 static void row(const clef_backend *b, const clef_bench_shape *s,
-                int precision_bf16, const char *verdict, const char *why, double ups, double gf,
-                int reps, double loss, json_t *rows)
+                int precision_bf16, const char *verdict, const char *why,
+                double ups, double gf, int reps, double loss, json_t *rows)
 {
     if (why)
         printf("%-7s %-16s %-10s %-36s %-10s (%s)\n", b->name, "train_step",
@@ -149,14 +150,14 @@ static void setup_free(train_setup *t)
 
 // 0, or -1 with the reason in why (t is freed then).
 static int setup_make(const clef_backend *b, const clef_bench_shape *s,
-                      const clef_bench_opts *o, train_setup *t, char *why,
-                      size_t nwhy)
+                      const clef_bench_opts *o, int bf16, train_setup *t,
+                      char *why, size_t nwhy)
 {
     enum { BMAX = 1024 };
     clef_err err = {0};
     memset(t, 0, sizeof(*t));
-    t->cfg = (clef_config){.d = s->d, .w = s->w, .h = s->h, .f = s->f,
-                           .R = TRAIN_R, .L = TRAIN_L};
+    t->cfg = (clef_config){
+        .d = s->d, .w = s->w, .h = s->h, .f = s->f, .R = TRAIN_R, .L = TRAIN_L};
     t->B = o->batch < 1 ? 1 : (o->batch > BMAX ? BMAX : o->batch);
     t->rec = calloc(t->B, sizeof(*t->rec));
     t->batch = calloc(t->B, sizeof(*t->batch));
@@ -176,8 +177,8 @@ static int setup_make(const clef_backend *b, const clef_bench_shape *s,
         t->batch[i] = &t->rec[i];
         if (make_record(s, o, (o->seed ^ 0x5eed) + 7919 * (uint64_t)i,
                         &t->rec[i], &t->E[i]) != 0 ||
-            clef_record_prepare(b->table, &t->rec[i], t->E[i], TRAIN_V,
-                                &err) != 0) {
+            clef_record_prepare(b->table, &t->rec[i], t->E[i], TRAIN_V, &err) !=
+                0) {
             snprintf(why, nwhy, "setup: %s",
                      err.msg[0] ? err.msg : "out of memory");
             goto fail;
@@ -191,13 +192,15 @@ static int setup_make(const clef_backend *b, const clef_bench_shape *s,
     }
     const char *mode = getenv("CLEF_MEMORY_ATTENTION"); // as in clef train
     if (mode && *mode && clef_ws_set_memory_attention(t->ws, mode) != 0) {
-        snprintf(why, nwhy, "CLEF_MEMORY_ATTENTION is \"%s\", expected auto, "
-                            "project or absorb", mode);
+        snprintf(why, nwhy,
+                 "CLEF_MEMORY_ATTENTION is \"%s\", expected auto, "
+                 "project or absorb",
+                 mode);
         goto fail;
     }
     clef_train_opts_default(&t->to);
     t->k = b->table;
-    if (o->bf16) {
+    if (bf16) {
         if (clef_mm_init(&t->mm, &t->hd) ||
             clef_mm_table(b->table, &t->mm, &t->k16)) {
             snprintf(why, nwhy, "setup: no bf16 product in %s (or OOM)",
@@ -230,7 +233,7 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
 {
     train_setup t;
     char why[1100];
-    if (setup_make(b, s, o, &t, why, sizeof why) != 0) {
+    if (setup_make(b, s, o, o->bf16, &t, why, sizeof why) != 0) {
         row(b, s, o->bf16, "FAIL", why, 0, 0, 0, 0, rows);
         return 1;
     }
@@ -253,7 +256,8 @@ static int train_one(const clef_backend *b, const clef_bench_shape *s,
             row(b, s, o->bf16, "FAIL", why, 0, 0, 0, 0, rows);
             goto cleanup;
         }
-    } while (!(spent >= o->budget_s && (reps >= 3 || spent / reps > o->budget_s)));
+    } while (
+        !(spent >= o->budget_s && (reps >= 3 || spent / reps > o->budget_s)));
     double per = spent / reps;
     // GEMM and attention work of the update (core/flops.c)
     double gf = clef_update_flops(&t.cfg, t.batch, t.B,
@@ -303,8 +307,8 @@ static int control_make(const train_setup *t, control_gemm *g)
 static double control_time(const control_gemm *g)
 {
     double t0 = clef_now_s();
-    dnnl_sgemm('N', 'T', g->M, g->N, g->K, 1.0f, g->X, g->K, g->W, g->K,
-               0.0f, g->C, g->N);
+    dnnl_sgemm('N', 'T', g->M, g->N, g->K, 1.0f, g->X, g->K, g->W, g->K, 0.0f,
+               g->C, g->N);
     return clef_now_s() - t0;
 }
 
@@ -326,7 +330,7 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
     control_gemm g = {0};
     char why[1100], what[64];
     snprintf(what, sizeof what, "1 vs %d threads", o->scaling);
-    if (setup_make(b, s, o, &t, why, sizeof why) != 0) {
+    if (setup_make(b, s, o, o->bf16, &t, why, sizeof why) != 0) {
         printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name,
                "train_scaling", s->name, what, why);
         return 1;
@@ -374,10 +378,9 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
            "same window %.2fx; cross-core round trip %.0f ns (%d of %d rounds "
            "over 150 ns); update FLOP rate %.0f%% of that sgemm's on 1 "
            "thread (%.4g of %.4g GFLOP/s), %.0f%% on %d (%.4g of %.4g)\n",
-           b->name, "train_scaling", s->name, what, u1 / un, 1.0 / u1,
-           1.0 / un, rounds, g.M, g.N, g.K, c1 / cn, rt, slow, rounds,
-           100.0 * gf1 / cg1, gf1, cg1, 100.0 * gfn / cgn, o->scaling, gfn,
-           cgn);
+           b->name, "train_scaling", s->name, what, u1 / un, 1.0 / u1, 1.0 / un,
+           rounds, g.M, g.N, g.K, c1 / cn, rt, slow, rounds, 100.0 * gf1 / cg1,
+           gf1, cg1, 100.0 * gfn / cgn, o->scaling, gfn, cgn);
     fflush(stdout);
     if (rows) {
         json_t *r = json_object();
@@ -410,6 +413,69 @@ out:
     return failed;
 }
 
+// --precision fp32,bf16: the same head (same initial weights) and records
+// in fp32 and in bf16, one update of each per round, alternating so both
+// see the same machine; medians of the rounds. Returns 0 PASS, 1 FAIL.
+static int precision_one(const clef_backend *b, const clef_bench_shape *s,
+                         const clef_bench_opts *o, json_t *rows)
+{
+    enum { MAXR = 256 };
+    train_setup t[2];
+    char why[1100];
+    const char *what = "bf16 vs fp32";
+    int made = 0, failed = 1, rounds = 0;
+    double upd[2][MAXR];
+    for (; made < 2; made++)
+        if (setup_make(b, s, o, made, &t[made], why, sizeof why) != 0)
+            goto out;
+    for (int k = 0; k < 2; k++) // warm-up: first-touch, packing buffers
+        (void)setup_step(&t[k], b);
+    const double t0 = clef_now_s();
+    while (rounds < MAXR && (rounds < 3 || clef_now_s() - t0 < o->budget_s)) {
+        for (int k = 0; k < 2; k++) {
+            const double u0 = clef_now_s(), l = setup_step(&t[k], b);
+            upd[k][rounds] = clef_now_s() - u0;
+            if (!isfinite(l)) {
+                snprintf(why, sizeof why, "loss of a timed %s update is %g",
+                         k ? "bf16" : "fp32", l);
+                goto out;
+            }
+        }
+        rounds++;
+    }
+    const double u32 = median(upd[0], rounds), u16 = median(upd[1], rounds);
+    const double fl = clef_update_flops(&t[0].cfg, t[0].batch, t[0].B,
+                                        getenv("CLEF_MEMORY_ATTENTION"));
+    printf("%-7s %-16s %-10s %-36s PASS       %.2fx (fp32 %.4g -> bf16 %.4g "
+           "updates/s, %.4g -> %.4g GFLOP/s, medians of %d alternating "
+           "rounds, %d thread(s))\n",
+           b->name, "train_precision", s->name, what, u32 / u16, 1.0 / u32,
+           1.0 / u16, fl / u32 * 1e-9, fl / u16 * 1e-9, rounds,
+           omp_get_max_threads());
+    fflush(stdout);
+    if (rows) {
+        json_t *r = json_object();
+        json_object_set_new(r, "backend", json_string(b->name));
+        json_object_set_new(r, "op", json_string("train_precision"));
+        json_object_set_new(r, "shape", json_string(s->name));
+        json_object_set_new(r, "verdict", json_string("PASS"));
+        json_object_set_new(r, "threads", json_integer(omp_get_max_threads()));
+        json_object_set_new(r, "rounds", json_integer(rounds));
+        json_object_set_new(r, "updates_per_s_fp32", json_real(1.0 / u32));
+        json_object_set_new(r, "updates_per_s_bf16", json_real(1.0 / u16));
+        json_object_set_new(r, "speedup", json_real(u32 / u16));
+        json_array_append_new(rows, r);
+    }
+    failed = 0;
+out:
+    if (failed)
+        printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name,
+               "train_precision", s->name, what, why);
+    for (int k = 0; k < made; k++)
+        setup_free(&t[k]);
+    return failed;
+}
+
 void clef_bench_train(const clef_backend *const *backends, int nbackends,
                       const clef_bench_shape *const *shapes, int nshapes,
                       const clef_bench_opts *o, json_t *rows, int *passed,
@@ -427,7 +493,8 @@ void clef_bench_train(const clef_backend *const *backends, int nbackends,
                 (*skipped)++;
                 continue;
             }
-            if (train_one(b, s, o, rows) != 0)
+            if ((o->compare ? precision_one(b, s, o, rows)
+                            : train_one(b, s, o, rows)) != 0)
                 (*failed)++;
             else
                 (*passed)++;
