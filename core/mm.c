@@ -52,7 +52,8 @@ int clef_mm_table(const clef_kernels *k, struct clef_mm *mm, clef_kernels *out)
     return 0;
 }
 
-// Mirror chunks: fixed, so the split never changes a bit (elementwise).
+// Conversion chunks (the mirror's, an operand's): fixed, and the conversion
+// is elementwise, so the split never changes a bit.
 #define MIRROR_CHUNK ((size_t)1 << 16)
 
 void clef_mm_refresh(const clef_kernels *k)
@@ -114,12 +115,19 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
     if (n == 0) // nothing is read
         return mm->pbf;
     uint16_t *y = grow(&mm->scr[slot()][which], n, sizeof(uint16_t));
-    if (ldx == cols)
-        k->cvt_f32_bf16(n, X, y);
-    else
-        for (int r = 0; r < rows; r++)
+    if (ldx == cols) { // in fixed chunks, on the team when it is free
+        const size_t nc = (n + MIRROR_CHUNK - 1) / MIRROR_CHUNK;
+        CLEF_PAR_FOR(nc > 2, size_t, c, nc,
+            const size_t i0 = c * MIRROR_CHUNK;
+            k->cvt_f32_bf16(n - i0 < MIRROR_CHUNK ? n - i0 : MIRROR_CHUNK,
+                            X + i0, y + i0);
+        );
+    } else {
+        CLEF_PAR_FOR(n > 2 * MIRROR_CHUNK, int, r, rows,
             k->cvt_f32_bf16((size_t)cols, X + (size_t)r * ldx,
                             y + (size_t)r * cols);
+        );
+    }
     return y;
 }
 
