@@ -428,8 +428,9 @@ static int precision_one(const clef_backend *b, const clef_bench_shape *s,
     for (; made < 2; made++)
         if (setup_make(b, s, o, made, &t[made], why, sizeof why) != 0)
             goto out;
-    for (int k = 0; k < 2; k++) // warm-up: first-touch, packing buffers
-        (void)setup_step(&t[k], b);
+    double first[2]; // warm-up (first-touch, packing buffers): the first
+    for (int k = 0; k < 2; k++) // loss of the same head in each precision
+        first[k] = setup_step(&t[k], b);
     const double t0 = clef_now_s();
     while (rounds < MAXR && (rounds < 3 || clef_now_s() - t0 < o->budget_s)) {
         for (int k = 0; k < 2; k++) {
@@ -464,6 +465,8 @@ static int precision_one(const clef_backend *b, const clef_bench_shape *s,
         json_object_set_new(r, "updates_per_s_fp32", json_real(1.0 / u32));
         json_object_set_new(r, "updates_per_s_bf16", json_real(1.0 / u16));
         json_object_set_new(r, "speedup", json_real(u32 / u16));
+        json_object_set_new(r, "first_loss_fp32", json_real(first[0]));
+        json_object_set_new(r, "first_loss_bf16", json_real(first[1]));
         json_array_append_new(rows, r);
     }
     failed = 0;

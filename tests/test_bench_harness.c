@@ -423,6 +423,56 @@ Test(bench_harness, train_scaling_reports_both_speedups)
     cr_assert_eq(run_cli("--train --scaling 1", last, sizeof last), 2);
 }
 
+// --train --precision fp32,bf16: one row per backend and shape with both
+// rates from at least 3 alternating rounds and bf16's speedup, from the same
+// head and records (the first losses agree to bf16's rounding); the value is
+// refused without --train, with --scaling, and for a precision it lacks.
+Test(bench_harness, train_precision_reports_bf16_speedup)
+{
+    char last[1024], args[512];
+    char *dir = tp_tmpdir();
+    snprintf(args, sizeof args,
+             "--train --backend scalar --shape tiny --precision fp32,bf16 "
+             "--budget 0 --json %s/bench.json",
+             dir);
+    cr_assert_eq(run_cli(args, last, sizeof last), 0);
+    cr_assert_str_eq(last, "1 passed, 0 failed, 0 skipped\n");
+    snprintf(args, sizeof args, "%s/bench.json", dir);
+    json_error_t je;
+    json_t *doc = json_load_file(args, 0, &je);
+    cr_assert_not_null(doc, "%s", je.text);
+    json_t *rows = json_object_get(doc, "rows"), *r = NULL;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *x = json_array_get(rows, i);
+        if (!strcmp(json_string_value(json_object_get(x, "op")),
+                    "train_precision"))
+            r = x;
+    }
+    cr_assert_not_null(r, "no train_precision row");
+    cr_assert_geq(json_integer_value(json_object_get(r, "rounds")), 3);
+    double sp = json_real_value(json_object_get(r, "speedup"));
+    double u32 = json_real_value(json_object_get(r, "updates_per_s_fp32"));
+    double u16 = json_real_value(json_object_get(r, "updates_per_s_bf16"));
+    cr_assert(sp > 0 && u32 > 0 && u16 > 0, "speedup %g, %g and %g updates/s",
+              sp, u32, u16);
+    cr_assert_float_eq(sp, u16 / u32, 1e-9 * sp);
+    double l32 = json_real_value(json_object_get(r, "first_loss_fp32"));
+    double l16 = json_real_value(json_object_get(r, "first_loss_bf16"));
+    cr_assert(isfinite(l32) && l32 > 0, "fp32 first loss %g", l32);
+    cr_assert(l16 != l32 && fabs(l16 - l32) < 0.02 * l32,
+              "first losses fp32 %.9g, bf16 %.9g: not the same head in two "
+              "precisions",
+              l32, l16);
+    json_decref(doc);
+    tp_rmdir(dir);
+    cr_assert_eq(run_cli("--precision fp32,bf16", last, sizeof last), 2);
+    cr_assert_eq(
+        run_cli("--train --precision fp32,bf16 --scaling 2", last, sizeof last),
+        2);
+    cr_assert_eq(run_cli("--train --precision bf16,fp32", last, sizeof last),
+                 2);
+}
+
 // --handoff: a rate for each of read, rmw and write, in both states, from
 // thread 1's timed passes; bad flags exit 2. One CPU: SKIPPED, never passed.
 Test(bench_harness, handoff_reports_every_rate)
