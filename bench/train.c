@@ -317,6 +317,20 @@ static void control_free(control_gemm *g)
     free(g->X), free(g->W), free(g->C);
 }
 
+// A measured row's common fields (the rest is the caller's).
+static json_t *measured_row(const clef_backend *b, const char *op,
+                            const clef_bench_shape *s, int threads, int rounds)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "backend", json_string(b->name));
+    json_object_set_new(r, "op", json_string(op));
+    json_object_set_new(r, "shape", json_string(s->name));
+    json_object_set_new(r, "verdict", json_string("PASS"));
+    json_object_set_new(r, "threads", json_integer(threads));
+    json_object_set_new(r, "rounds", json_integer(rounds));
+    return r;
+}
+
 // --scaling N: updates on 1 and N threads, alternating round by round so
 // both see the same machine, and the control sgemm alternating the same way:
 // on a shared machine the capacity of N threads drifts, and the control says
@@ -383,13 +397,7 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
            gf1, cg1, 100.0 * gfn / cgn, o->scaling, gfn, cgn);
     fflush(stdout);
     if (rows) {
-        json_t *r = json_object();
-        json_object_set_new(r, "backend", json_string(b->name));
-        json_object_set_new(r, "op", json_string("train_scaling"));
-        json_object_set_new(r, "shape", json_string(s->name));
-        json_object_set_new(r, "verdict", json_string("PASS"));
-        json_object_set_new(r, "threads", json_integer(o->scaling));
-        json_object_set_new(r, "rounds", json_integer(rounds));
+        json_t *r = measured_row(b, "train_scaling", s, o->scaling, rounds);
         json_object_set_new(r, "updates_per_s_1", json_real(1.0 / u1));
         json_object_set_new(r, "updates_per_s_n", json_real(1.0 / un));
         json_object_set_new(r, "speedup", json_real(u1 / un));
@@ -455,13 +463,8 @@ static int precision_one(const clef_backend *b, const clef_bench_shape *s,
            omp_get_max_threads());
     fflush(stdout);
     if (rows) {
-        json_t *r = json_object();
-        json_object_set_new(r, "backend", json_string(b->name));
-        json_object_set_new(r, "op", json_string("train_precision"));
-        json_object_set_new(r, "shape", json_string(s->name));
-        json_object_set_new(r, "verdict", json_string("PASS"));
-        json_object_set_new(r, "threads", json_integer(omp_get_max_threads()));
-        json_object_set_new(r, "rounds", json_integer(rounds));
+        json_t *r = measured_row(b, "train_precision", s, omp_get_max_threads(),
+                                 rounds);
         json_object_set_new(r, "updates_per_s_fp32", json_real(1.0 / u32));
         json_object_set_new(r, "updates_per_s_bf16", json_real(1.0 / u16));
         json_object_set_new(r, "speedup", json_real(u32 / u16));

@@ -369,31 +369,41 @@ Test(bench_harness, the_program_ends_with_the_counts_and_exits_by_verdict)
     cr_assert_eq(run_cli("--threads 0", last, sizeof last), 2);
 }
 
+// Runs clef-bench with args and --json in dir, which must end with
+// `passed`; returns the document (*row: its row of op, asserted present).
+static json_t *bench_json_row(const char *args, const char *dir,
+                              const char *passed, const char *op, json_t **row)
+{
+    char last[1024], cmd[600];
+    snprintf(cmd, sizeof cmd, "%s --json %s/bench.json", args, dir);
+    cr_assert_eq(run_cli(cmd, last, sizeof last), 0, "%s", cmd);
+    cr_assert_str_eq(last, passed);
+    snprintf(cmd, sizeof cmd, "%s/bench.json", dir);
+    json_error_t je;
+    json_t *doc = json_load_file(cmd, 0, &je);
+    cr_assert_not_null(doc, "%s", je.text);
+    json_t *rows = json_object_get(doc, "rows");
+    *row = NULL;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *x = json_array_get(rows, i);
+        if (!strcmp(json_string_value(json_object_get(x, "op")), op))
+            *row = x;
+    }
+    cr_assert_not_null(*row, "no %s row", op);
+    return doc;
+}
+
 // --train --scaling N: a measured row per backend and shape with both
 // speedups (clef's and the control sgemm's) and both FLOP rates from at
 // least 3 rounds; the flag
 // is refused without --train or below 2 threads.
 Test(bench_harness, train_scaling_reports_both_speedups)
 {
-    char last[1024], args[512];
+    char last[1024];
     char *dir = tp_tmpdir();
-    snprintf(args, sizeof args,
-             "--train --backend scalar --shape tiny --scaling 2 --budget 0 "
-             "--json %s/bench.json",
-             dir);
-    cr_assert_eq(run_cli(args, last, sizeof last), 0);
-    cr_assert_str_eq(last, "2 passed, 0 failed, 0 skipped\n");
-    snprintf(args, sizeof args, "%s/bench.json", dir);
-    json_error_t je;
-    json_t *doc = json_load_file(args, 0, &je);
-    cr_assert_not_null(doc, "%s", je.text);
-    json_t *rows = json_object_get(doc, "rows"), *r = NULL;
-    for (size_t i = 0; i < json_array_size(rows); i++) {
-        json_t *x = json_array_get(rows, i);
-        if (!strcmp(json_string_value(json_object_get(x, "op")), "train_scaling"))
-            r = x;
-    }
-    cr_assert_not_null(r, "no train_scaling row");
+    json_t *r, *doc = bench_json_row(
+        "--train --backend scalar --shape tiny --scaling 2 --budget 0", dir,
+        "2 passed, 0 failed, 0 skipped\n", "train_scaling", &r);
     cr_assert_eq(json_integer_value(json_object_get(r, "threads")), 2);
     cr_assert_geq(json_integer_value(json_object_get(r, "rounds")), 3);
     double sp = json_real_value(json_object_get(r, "speedup"));
@@ -429,26 +439,12 @@ Test(bench_harness, train_scaling_reports_both_speedups)
 // refused without --train, with --scaling, and for a precision it lacks.
 Test(bench_harness, train_precision_reports_bf16_speedup)
 {
-    char last[1024], args[512];
+    char last[1024];
     char *dir = tp_tmpdir();
-    snprintf(args, sizeof args,
-             "--train --backend scalar --shape tiny --precision fp32,bf16 "
-             "--budget 0 --json %s/bench.json",
-             dir);
-    cr_assert_eq(run_cli(args, last, sizeof last), 0);
-    cr_assert_str_eq(last, "1 passed, 0 failed, 0 skipped\n");
-    snprintf(args, sizeof args, "%s/bench.json", dir);
-    json_error_t je;
-    json_t *doc = json_load_file(args, 0, &je);
-    cr_assert_not_null(doc, "%s", je.text);
-    json_t *rows = json_object_get(doc, "rows"), *r = NULL;
-    for (size_t i = 0; i < json_array_size(rows); i++) {
-        json_t *x = json_array_get(rows, i);
-        if (!strcmp(json_string_value(json_object_get(x, "op")),
-                    "train_precision"))
-            r = x;
-    }
-    cr_assert_not_null(r, "no train_precision row");
+    json_t *r, *doc = bench_json_row(
+        "--train --backend scalar --shape tiny --precision fp32,bf16 "
+        "--budget 0",
+        dir, "1 passed, 0 failed, 0 skipped\n", "train_precision", &r);
     cr_assert_geq(json_integer_value(json_object_get(r, "rounds")), 3);
     double sp = json_real_value(json_object_get(r, "speedup"));
     double u32 = json_real_value(json_object_get(r, "updates_per_s_fp32"));
