@@ -52,21 +52,28 @@ int clef_mm_table(const clef_kernels *k, struct clef_mm *mm, clef_kernels *out)
     return 0;
 }
 
-// Conversion chunks (the mirror's, an operand's): fixed, and the conversion
-// is elementwise, so the split never changes a bit.
-#define MIRROR_CHUNK ((size_t)1 << 16)
+// Conversion chunks: fixed, and the conversion is elementwise, so the split
+// never changes a bit.
+#define CVT_CHUNK ((size_t)1 << 16)
+
+// y (n) = x rounded to bf16, in chunks on the team when it is free.
+static void cvt_chunks(const clef_kernels *k, size_t n, const float *x,
+                       uint16_t *y)
+{
+    const size_t nc = (n + CVT_CHUNK - 1) / CVT_CHUNK;
+    CLEF_PAR_FOR(nc > 2, size_t, c, nc,
+        const size_t i0 = c * CVT_CHUNK;
+        k->cvt_f32_bf16(n - i0 < CVT_CHUNK ? n - i0 : CVT_CHUNK, x + i0,
+                        y + i0);
+    );
+}
 
 void clef_mm_refresh(const clef_kernels *k)
 {
     struct clef_mm *mm = k->mm;
     if (!mm)
         return;
-    const size_t n = mm->pn, nc = (n + MIRROR_CHUNK - 1) / MIRROR_CHUNK;
-    CLEF_PAR_FOR(nc > 2, size_t, c, nc,
-        const size_t i0 = c * MIRROR_CHUNK;
-        k->cvt_f32_bf16(n - i0 < MIRROR_CHUNK ? n - i0 : MIRROR_CHUNK,
-                        mm->pbase + i0, mm->pbf + i0);
-    );
+    cvt_chunks(k, mm->pn, mm->pbase, mm->pbf);
 }
 
 // This thread's scratch slot number. Products on more threads than slots
@@ -115,15 +122,10 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
     if (n == 0) // nothing is read
         return mm->pbf;
     uint16_t *y = grow(&mm->scr[slot()][which], n, sizeof(uint16_t));
-    if (ldx == cols) { // in fixed chunks, on the team when it is free
-        const size_t nc = (n + MIRROR_CHUNK - 1) / MIRROR_CHUNK;
-        CLEF_PAR_FOR(nc > 2, size_t, c, nc,
-            const size_t i0 = c * MIRROR_CHUNK;
-            k->cvt_f32_bf16(n - i0 < MIRROR_CHUNK ? n - i0 : MIRROR_CHUNK,
-                            X + i0, y + i0);
-        );
+    if (ldx == cols) {
+        cvt_chunks(k, n, X, y);
     } else {
-        CLEF_PAR_FOR(n > 2 * MIRROR_CHUNK, int, r, rows,
+        CLEF_PAR_FOR(n > 2 * CVT_CHUNK, int, r, rows,
             k->cvt_f32_bf16((size_t)cols, X + (size_t)r * ldx,
                             y + (size_t)r * cols);
         );
