@@ -28,16 +28,15 @@
 #define CHUNK 4 // B panels per parallel chunk (128 columns)
 #define SERIAL_FLOPS 4194304.0
 
-// Rows [12 q, 12 q + 12) of the A pack: row m holds KPp dwords (A[m][2kp],
-// A[m][2kp+1]) of op(A) (rows past M zero). trans 0: A (M,K), row copies;
-// trans 1: A (K,M): rows 2kp and 2kp+1 of A interleaved, 16 pairs × 16
-// columns at a time, and the 16×16 dwords transposed into 12 rows.
+// Rows [12 q, 12 q + 12) ∩ [0, M) of the A pack (M rows; the microkernel
+// reads only the rows of C it writes): row m holds KPp dwords (A[m][2kp],
+// A[m][2kp+1]) of op(A), an odd K's last high half zero. trans 0: A (M,K),
+// row copies; trans 1: A (K,M): rows 2kp and 2kp+1 of A interleaved, 16
+// pairs × 16 columns at a time, the 16×16 dwords transposed into 12 rows.
 static void pack_a_rows(int trans, int M, int K, const uint16_t *A, int lda,
                         uint32_t *Ap, int KPp, int q)
 {
     const int m0 = MR * q, mr = M - m0 < MR ? M - m0 : MR;
-    for (int r = mr; r < MR; r++)
-        memset(Ap + (size_t)(m0 + r) * KPp, 0, (size_t)KPp * sizeof *Ap);
     if (!trans) {
         for (int r = 0; r < mr; r++) {
             uint16_t *d = (uint16_t *)(Ap + (size_t)(m0 + r) * KPp);
@@ -178,8 +177,8 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
     const int KPp = (K + 1) / 2,
               np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL,
               nblk = (M + MR - 1) / MR;
-    uint32_t *Ap = bf16_scratch_get(&bf16_tls.a,
-                                    (size_t)nblk * KPp * MR * sizeof(uint32_t));
+    uint32_t *Ap =
+        bf16_scratch_get(&bf16_tls.a, (size_t)M * KPp * sizeof(uint32_t));
     uint32_t *Bp = bf16_scratch_get(
         &bf16_tls.b, (size_t)np * KPp * CLEF_BF16_PANEL * sizeof(uint32_t));
     if (!Ap || !Bp) { // no packing scratch: the reference, same contract
@@ -192,9 +191,8 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
 #pragma omp parallel if (par)
     {
 #pragma omp for schedule(static)
-        for (int q = 0; q < nblk; q++) {
+        for (int q = 0; q < nblk; q++)
             pack_a_rows(ta, M, K, A, lda, Ap, KPp, q);
-        }
 #pragma omp for schedule(static)
         for (int ch = 0; ch < nchunks; ch++) {
             const int p0 = ch * CHUNK, p1 = p0 + CHUNK < np ? p0 + CHUNK : np;
