@@ -317,6 +317,15 @@ static void control_free(control_gemm *g)
     free(g->X), free(g->W), free(g->C);
 }
 
+// A measured row's FAIL line, with the reason.
+static void measured_fail(const clef_backend *b, const char *op,
+                          const clef_bench_shape *s, const char *what,
+                          const char *why)
+{
+    printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name, op, s->name,
+           what, why);
+}
+
 // A measured row's common fields (the rest is the caller's).
 static json_t *measured_row(const clef_backend *b, const char *op,
                             const clef_bench_shape *s, int threads, int rounds)
@@ -345,8 +354,7 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
     char why[1100], what[64];
     snprintf(what, sizeof what, "1 vs %d threads", o->scaling);
     if (setup_make(b, s, o, o->bf16, &t, why, sizeof why) != 0) {
-        printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name,
-               "train_scaling", s->name, what, why);
+        measured_fail(b, "train_scaling", s, what, why);
         return 1;
     }
     int failed = 1, rounds = 0;
@@ -413,8 +421,7 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
     failed = 0;
 out:
     if (failed)
-        printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name,
-               "train_scaling", s->name, what, why);
+        measured_fail(b, "train_scaling", s, what, why);
     omp_set_num_threads(saved);
     control_free(&g);
     setup_free(&t);
@@ -475,8 +482,7 @@ static int precision_one(const clef_backend *b, const clef_bench_shape *s,
     failed = 0;
 out:
     if (failed)
-        printf("%-7s %-16s %-10s %-36s FAIL       (%s)\n", b->name,
-               "train_precision", s->name, what, why);
+        measured_fail(b, "train_precision", s, what, why);
     for (int k = 0; k < made; k++)
         setup_free(&t[k]);
     return failed;
