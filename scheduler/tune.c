@@ -442,14 +442,28 @@ static void (*const g_tramp[CLEF_OP_COUNT])(void) = {
 static const char *const g_builtin[] = {"amx",  "avx512_bf16", "avx512",
                                         "onednn", "avx2",      "blis",
                                         "scalar"};
+#define NBUILTIN (sizeof g_builtin / sizeof g_builtin[0])
+// The large class of the bf16 GEMMs: oneDNN's bf16 matmul before the
+// AVX512-BF16 kernel (faster on every large head shape measured on CPUs
+// without AMX); the AMX kernel leads oneDNN's and stays first.
+static const char *const g_builtin_bf16_large[NBUILTIN] = {
+    "amx", "onednn", "avx512_bf16", "avx512", "avx2", "blis", "scalar"};
 
-int clef_auto_builtin_rank(const char *name)
+// The built-in order for op in shape class cls.
+static const char *const *builtin_order(clef_op op, int cls)
 {
-    int n = (int)(sizeof g_builtin / sizeof g_builtin[0]);
-    for (int i = 0; i < n; i++)
-        if (strcmp(g_builtin[i], name) == 0)
-            return i;
-    return n;
+    return clef_op_is_bf16_gemm(op) && cls == CLEF_CLASS_LARGE
+               ? g_builtin_bf16_large
+               : g_builtin;
+}
+
+int clef_auto_builtin_rank(clef_op op, int cls, const char *name)
+{
+    const char *const *order = builtin_order(op, cls);
+    for (size_t i = 0; i < NBUILTIN; i++)
+        if (strcmp(order[i], name) == 0)
+            return (int)i;
+    return (int)NBUILTIN;
 }
 
 // NULL when b may compute op under auto here, else why not.
@@ -468,11 +482,11 @@ static const char *unusable(const clef_backend *b, clef_op op, int builtin,
         return "incomplete table";
     if (!clef_backend_native(b, op))
         return "no kernel of its own for this op";
-    // a library's bf16 GEMMs use bf16 hardware (or emulate it) on their
-    // own: under a cap below avx512_bf16, auto keeps to the hand-written
-    // ones (CLEF_MAX_ISA=avx512 turns bf16 hardware paths off)
-    if (lvl < 0 && f->max_isa < CLEF_ISA_AVX512_BF16 &&
-        clef_op_is_bf16_gemm(op))
+    // a library's bf16 GEMMs pick the CPU's best bf16 unit on their own
+    // (oneDNN: AMX where it exists): under any cap below the CPU's own
+    // level, auto keeps to the hand-written ones, so that CLEF_MAX_ISA=
+    // avx512_bf16 on an AMX CPU runs no AMX code
+    if (lvl < 0 && f->max_isa < f->native_isa && clef_op_is_bf16_gemm(op))
         return "bf16 hardware capped by CLEF_MAX_ISA";
     if (builtin && strcmp(b->name, "blis") == 0 && f->blis_generic)
         return "BLIS runs its generic sub-configuration";
@@ -496,12 +510,13 @@ static int is_library(const char *name)
 static void choose_builtin(clef_op op, int cls, clef_auto_choice *ch,
                            const char *pre, const clef_auto_facts *f)
 {
+    const char *const *order = builtin_order(op, cls);
     char skipped[160] = "";
     size_t used = 0;
-    for (size_t i = 0; i < sizeof g_builtin / sizeof g_builtin[0]; i++) {
-        const clef_backend *b = clef_backend_find(g_builtin[i]);
+    for (size_t i = 0; i < NBUILTIN; i++) {
+        const clef_backend *b = clef_backend_find(order[i]);
         const char *why = unusable(b, op, 1, f);
-        if (!why && cls == CLEF_CLASS_SMALL && is_library(g_builtin[i]))
+        if (!why && cls == CLEF_CLASS_SMALL && is_library(order[i]))
             why = "per-call overhead on small shapes";
         if (!why) {
             ch->backend = b;
@@ -514,7 +529,7 @@ static void choose_builtin(clef_op op, int cls, clef_auto_choice *ch,
             used < sizeof skipped)
             used += (size_t)snprintf(skipped + used, sizeof skipped - used,
                                      "%s%s (%s)", used ? ", " : "",
-                                     g_builtin[i], why);
+                                     order[i], why);
     }
     ch->backend = clef_backend_find("scalar");
     ch->source = CLEF_SRC_BUILTIN;
@@ -604,6 +619,7 @@ void clef_auto_facts_detect(clef_auto_facts *f)
 {
     memset(f, 0, sizeof *f);
     f->max_isa = clef_isa_level();
+    f->native_isa = clef_cpu_get()->isa_native;
 #ifndef CLEF_MINIMAL
     f->blis_generic = clef_blis_arch_is_generic();
 #endif

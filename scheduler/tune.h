@@ -11,6 +11,11 @@
 //      preference order: avx512 > onednn > avx2 > blis > scalar, where a
 //      library backend counts only for ops it implements itself and BLIS is
 //      skipped when it runs its `generic` sub-configuration (no SIMD kernels).
+//      The bf16 GEMMs: amx > avx512_bf16 > onednn, except in the large class,
+//      where oneDNN's bf16 matmul comes before the AVX512-BF16 kernel (4-22 %
+//      faster on the head's large shapes on Zen 5, docs/PERF-NOTES.md) and
+//      the AMX kernel, ahead of oneDNN on the Intel host, stays first. A
+//      library's bf16 GEMMs count only under no cap below the CPU's level.
 // Hand-written backends above CLEF_MAX_ISA are never chosen. CLEF_VERBOSE=1
 // prints every choice and where it came from.
 //
@@ -119,13 +124,17 @@ int clef_auto_kernels(clef_kernels *out, const char *tune_path,
 // BLIS, a lower ISA cap, another CPU).
 typedef struct clef_auto_facts {
     int max_isa;       // hand-written backends above it are not chosen
+    int native_isa;    // the CPU's own level: a library's bf16 GEMMs, which
+                       // pick the CPU's best bf16 unit themselves, count only
+                       // when max_isa does not cap it
     int blis_generic;  // BLIS runs `generic`: not in the built-in order
     char cpu_hash[17]; // a tuning file for another hash is ignored
 } clef_auto_facts;
 void clef_auto_facts_detect(clef_auto_facts *f);
-// Position of a backend in the built-in order (0 best); past the end when it
-// is not in it. clef-bench --tune breaks near-ties with it.
-int clef_auto_builtin_rank(const char *name);
+// Position of a backend in the built-in order for op in shape class cls (0
+// best); past the end when it is not in it. clef-bench --tune breaks
+// near-ties with it.
+int clef_auto_builtin_rank(clef_op op, int cls, const char *name);
 
 // NULL when auto may choose b for op under f, else why not. builtin: the
 // built-in order's rules (a generic BLIS is skipped there; a tuning file's

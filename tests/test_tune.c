@@ -213,13 +213,22 @@ Test(tune, builtin_order_without_a_tuning_file)
             if (!clef_op_is_bf16_gemm((clef_op)op))
                 cr_expect_str_eq(g_ch[op][CLEF_CLASS_LARGE].backend->name,
                                  "avx512");
-        const char *bf16 = !clef_need_amx()           ? "amx"
-                           : !clef_need_avx512_bf16() ? "avx512_bf16"
-                                                      : NULL;
-        if (bf16)
-            cr_expect_str_eq(
-                g_ch[CLEF_OP_gemm_bf16_nt][CLEF_CLASS_LARGE].backend->name,
-                bf16);
+        // medium: the hand-written kernels first; large: oneDNN's bf16
+        // matmul before the AVX512-BF16 kernel, never before AMX
+        const int amx = !clef_need_amx(), vdp = !clef_need_avx512_bf16();
+        const int dnn = !clef_backend_unavailable(clef_backend_find("onednn"));
+        const char *mid = amx ? "amx" : vdp ? "avx512_bf16" : NULL;
+        const char *big = amx ? "amx" : dnn ? "onednn" : mid;
+        for (int op = 0; op < CLEF_OP_COUNT; op++) {
+            if (!clef_op_is_bf16_gemm((clef_op)op))
+                continue;
+            if (mid)
+                cr_expect_str_eq(g_ch[op][CLEF_CLASS_MEDIUM].backend->name,
+                                 mid, "%s", clef_op_names[op]);
+            if (big)
+                cr_expect_str_eq(g_ch[op][CLEF_CLASS_LARGE].backend->name,
+                                 big, "%s", clef_op_names[op]);
+        }
         cr_expect_str_eq(k.names[CLEF_OP_gemm_nt],
                          best->table->names[CLEF_OP_gemm_nt]);
     }
@@ -244,6 +253,31 @@ Test(tune, builtin_order_without_a_tuning_file)
                      avx2_or_scalar);
     cr_expect(strstr(g_ch[CLEF_OP_gemm_nt][0].why, "avx512 (above CLEF_MAX_ISA)"),
               "%s", g_ch[CLEF_OP_gemm_nt][0].why);
+}
+
+// A library's bf16 GEMMs run the CPU's best bf16 unit (oneDNN: AMX where
+// it exists), so any CLEF_MAX_ISA below the CPU's own level rules them out.
+Test(tune, library_bf16_gemms_only_uncapped)
+{
+    const clef_backend *dnn = clef_backend_find("onednn");
+    if (clef_backend_unavailable(dnn))
+        cr_skip_test("onednn: %s", clef_backend_unavailable(dnn));
+    clef_auto_facts f = facts_here();
+    f.max_isa = f.native_isa = CLEF_ISA_AMX;
+    cr_expect_null(clef_auto_why_not(dnn, CLEF_OP_gemm_bf16_nt, 1, &f));
+    cr_expect_eq(clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt, CLEF_CLASS_LARGE,
+                                        "onednn"),
+                 1);
+    cr_expect_gt(clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt,
+                                        CLEF_CLASS_MEDIUM, "onednn"),
+                 clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt,
+                                        CLEF_CLASS_MEDIUM, "avx512_bf16"));
+    f.max_isa = CLEF_ISA_AVX512_BF16; // an AMX CPU capped below AMX
+    const char *why = clef_auto_why_not(dnn, CLEF_OP_gemm_bf16_tn, 1, &f);
+    cr_assert_not_null(why);
+    cr_expect(strstr(why, "CLEF_MAX_ISA") != NULL, "%s", why);
+    // the cap binds only its bf16 GEMMs
+    cr_expect_null(clef_auto_why_not(dnn, CLEF_OP_gemm_nt, 1, &f));
 }
 
 Test(tune, generic_blis_is_routed_around_in_the_builtin_order)
