@@ -886,8 +886,10 @@ static int train_loop(train_run *t, clef_err *err)
         if (t->hd.step != s + 1)
             t->hd.step = s + 1; // defensive: the step counter moves once
         long step = t->hd.step;
-        if (step == t->c.fault_step) // fault injection for the tests
+        if (step == t->c.fault_step) { // fault injection for the tests
             t->hd.params[t->hd.nparams - 1] = NAN;
+            clef_mm_params_changed(t->k);
+        }
         if (check_every && (rc = dp_check_same(t, err)))
             break;
         progress_show(&pb, t, step, loss, 0);
@@ -1117,8 +1119,10 @@ static int run(train_run *t, clef_err *err)
                                         : 0,
                           err)))
         goto out;
-    if (es && t->es.best_step >= 0)
+    if (es && t->es.best_step >= 0) {
         memcpy(t->hd.params, t->es.best, t->hd.nparams * sizeof(float));
+        clef_mm_params_changed(t->k);
+    }
     if (es && (rc = evaluate_after(t, err)))
         goto out;
     snprintf(wpath, sizeof(wpath), "%s/weights.safetensors", t->c.run_dir);

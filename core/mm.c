@@ -74,6 +74,25 @@ void clef_mm_refresh(const clef_kernels *k)
     if (!mm)
         return;
     cvt_chunks(k, mm->pn, mm->pbase, mm->pbf);
+    mm->current = 1;
+}
+
+void clef_mm_refresh_stale(const clef_kernels *k)
+{
+    if (k->mm && !k->mm->current)
+        clef_mm_refresh(k);
+}
+
+void clef_mm_mirror(const clef_kernels *k, size_t off, size_t n)
+{
+    if (k->mm)
+        k->cvt_f32_bf16(n, k->mm->pbase + off, k->mm->pbf + off);
+}
+
+void clef_mm_params_changed(const clef_kernels *k)
+{
+    if (k->mm)
+        k->mm->current = 0;
 }
 
 // This thread's scratch slot number. Products on more threads than slots

@@ -35,6 +35,10 @@ struct clef_mm {
     const float *pbase; // the parameters the mirror copies (hd->params)
     size_t pn;
     uint16_t *pbf; // (pn) their bf16 mirror
+    // pbf holds the parameters as they are: set by clef_mm_refresh, kept by
+    // AdamW (core/train.c writes the mirror chunk by chunk beside the
+    // parameters, clef_mm_mirror), cleared by clef_mm_params_changed
+    int current;
     clef_mm_buf scr[CLEF_MM_SLOTS][2];
     clef_mm_buf wide[CLEF_MM_SLOTS][2]; // small products' operands, float
 };
@@ -55,8 +59,19 @@ void clef_mm_free(struct clef_mm *mm);
 int clef_mm_table(const clef_kernels *k, struct clef_mm *mm, clef_kernels *out);
 // Rounds the parameters into the mirror (fixed chunks, any thread count:
 // elementwise). A no-op for an fp32 table. Call whenever the parameters
-// changed before a forward pass: clef_train_step does before each update's.
+// changed before a forward pass.
 void clef_mm_refresh(const clef_kernels *k);
+// clef_mm_refresh unless the mirror is current: what each update does
+// first (clef_train_begin). AdamW keeps the mirror current as it writes the
+// parameters, so after the first update this costs nothing.
+void clef_mm_refresh_stale(const clef_kernels *k);
+// mirror [off, off + n) = bf16(parameters [off, off + n)): AdamW's chunks,
+// right after they wrote those parameters (still in cache). No-op for fp32.
+void clef_mm_mirror(const clef_kernels *k, size_t off, size_t n);
+// Anything but AdamW that writes the parameters between updates (a
+// restored checkpoint, a fault injected by a test) calls this: the next
+// update refreshes the whole mirror again.
+void clef_mm_params_changed(const clef_kernels *k);
 
 // C (M, N) [+]= op(A) op(B), as the kernels' gemm_nt / gemm_nn / gemm_tn
 // (kernels.h), in k's precision.

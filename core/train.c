@@ -157,6 +157,7 @@ static void adamw_tensors(const clef_kernels *k, clef_head *hd,
                 const size_t m = n - c0 < ADAMW_CHUNK ? n - c0 : ADAMW_CHUNK;
                 k->adamw(m, hd->params + off + c0, hd->grads + off + c0,
                          hd->m + off + c0, hd->v + off + c0, &a);
+                clef_mm_mirror(k, off + c0, m);
             );
         }
         i = j;
@@ -208,6 +209,7 @@ static void early_chunk(const adamw_run *s, int i)
             ti->numel - c0 < ADAMW_CHUNK ? ti->numel - c0 : ADAMW_CHUNK;
         s->k->adamw(m, hd->params + off, hd->grads + off, hd->m + off,
                     hd->v + off, &a);
+        clef_mm_mirror(s->k, off, m);
         return;
     }
 }
@@ -311,7 +313,7 @@ static double grad_passes(const clef_kernels *k, clef_head *hd,
 
 void clef_train_begin(const clef_kernels *k, clef_head *hd)
 {
-    clef_mm_refresh(k); // bf16: the parameters' copy for this update
+    clef_mm_refresh_stale(k); // bf16: the parameters' copy, if AdamW's is not
     hd->step++;
 }
 

@@ -10,6 +10,10 @@
 //   update_bits_do_not_depend_on_threads: bf16 updates on the auto table
 //       (AMX or AVX512-BF16 kernels where the CPU has them) and on scalar
 //       leave the same bits on 1 and 2 threads.
+//   mirror_refreshes_only_when_stale: each update's refresh is skipped
+//       while AdamW keeps the mirror current (every bf16 update run here
+//       also checks the mirror bit for bit), and runs after
+//       clef_mm_params_changed.
 //   training_tracks_fp32: 60 bf16 updates of a small head stay within a
 //       band of the fp32 run's losses (see CURVE_BAND: the measured figures
 //       are in the test's output).
@@ -226,6 +230,26 @@ typedef struct run_out {
     size_t n;
 } run_out;
 
+// The mirror after update s: marked current and, bit for bit, the
+// parameters rounded by the table's conversion (AdamW's chunks wrote it;
+// no refresh ran since the first update's).
+static void mirror_is_current(const clef_kernels *k, const struct clef_mm *mm,
+                              int s)
+{
+    cr_assert(mm->current, "update %d left the mirror stale", s);
+    uint16_t *want = malloc(sizeof(uint16_t) * mm->pn);
+    k->cvt_f32_bf16(mm->pn, mm->pbase, want);
+    size_t i = 0;
+    while (i < mm->pn && want[i] == mm->pbf[i])
+        i++;
+    cr_assert_eq(i, mm->pn,
+                 "update %d: mirror[%zu] = 0x%04x, parameter %.9g rounds "
+                 "to 0x%04x",
+                 s, i, i < mm->pn ? mm->pbf[i] : 0,
+                 i < mm->pn ? mm->pbase[i] : 0.0, i < mm->pn ? want[i] : 0);
+    free(want);
+}
+
 // `steps` updates of the 3-record batch on `threads` threads, in bf16 on
 // table k (or fp32 when !bf16), from one head and batch.
 static run_out train(const clef_kernels *k, int bf16, int threads, int steps,
@@ -259,8 +283,11 @@ static run_out train(const clef_kernels *k, int bf16, int threads, int steps,
                    .losses = calloc((size_t)steps, sizeof(double))};
     const int before = omp_get_max_threads();
     omp_set_num_threads(threads);
-    for (int s = 0; s < steps; s++)
+    for (int s = 0; s < steps; s++) {
         out.losses[s] = clef_train_step(k, &r.hd, r.ptr, NREC, ws, &o);
+        if (bf16) // AdamW wrote the mirror beside the parameters
+            mirror_is_current(k, &mm, s);
+    }
     omp_set_num_threads(before);
     out.w = clef_test_falloc(out.n);
     memcpy(out.w, r.hd.params, sizeof(float) * out.n);
@@ -300,6 +327,41 @@ Test(precision, update_bits_do_not_depend_on_threads_auto, .timeout = 60)
 Test(precision, update_bits_do_not_depend_on_threads_scalar, .timeout = 60)
 {
     check_threads("scalar");
+}
+
+// The update's refresh is skipped while the mirror is current, and runs
+// again after clef_mm_params_changed.
+Test(precision, mirror_refreshes_only_when_stale)
+{
+    const clef_kernels *k = &clef_scalar_kernels;
+    float p[40];
+    for (int i = 0; i < 40; i++)
+        p[i] = 0.1f * (float)i;
+    struct clef_mm mm;
+    clef_kernels kb;
+    bf16_table(k, &mm, p, 40, &kb);
+    cr_expect_not(mm.current, "a new mirror is empty");
+    clef_mm_refresh_stale(&kb);
+    cr_assert(mm.current);
+    uint16_t b;
+    k->cvt_f32_bf16(1, p + 7, &b);
+    cr_expect_eq(mm.pbf[7], b);
+    p[7] = 3.0f; // written behind the mirror's back: not seen
+    clef_mm_refresh_stale(&kb);
+    cr_expect_eq(mm.pbf[7], b, "a current mirror was refreshed");
+    clef_mm_params_changed(&kb); // said: the next update refreshes
+    clef_mm_refresh_stale(&kb);
+    k->cvt_f32_bf16(1, p + 7, &b);
+    cr_expect_eq(mm.pbf[7], b);
+    cr_expect(mm.current);
+    p[9] = -2.0f; // AdamW's way: the chunk written beside the parameters
+    clef_mm_mirror(&kb, 8, 2);
+    k->cvt_f32_bf16(1, p + 9, &b);
+    cr_expect_eq(mm.pbf[9], b);
+    clef_mm_mirror(k, 8, 2); // an fp32 table: nothing
+    clef_mm_params_changed(k);
+    clef_mm_refresh_stale(k);
+    clef_mm_free(&mm);
 }
 
 // Records kept in bf16 (clef_record_keep_bf16: x̂ as bf16, H and the
