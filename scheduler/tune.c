@@ -474,7 +474,7 @@ static const char *unusable(const clef_backend *b, clef_op op, int builtin,
         return "not compiled in this build";
     int lvl = clef_isa_parse(b->name); // the cap first: it is auto's own fact
     if (lvl > f->max_isa)
-        return "above CLEF_MAX_ISA";
+        return lvl > f->native_isa ? "beyond this CPU" : "above CLEF_MAX_ISA";
     const char *why = clef_backend_unavailable(b);
     if (why)
         return why;

@@ -236,6 +236,7 @@ Test(tune, builtin_order_without_a_tuning_file)
     // capped at avx2: oneDNN comes before avx2 for its own ops only, and
     // never for small shapes (its per-call cost dominates there)
     f.max_isa = CLEF_ISA_AVX2;
+    f.native_isa = CLEF_ISA_MAX; // what is above AVX2 is the cap's doing
     cr_assert_eq(clef_auto_build(&k, "", &f, g_ch), 0);
     const char *avx2_or_scalar = clef_need_avx2() ? "scalar" : "avx2";
     cr_expect_str_eq(g_ch[CLEF_OP_gemm_nt][CLEF_CLASS_SMALL].backend->name,
@@ -300,6 +301,14 @@ Test(tune, generic_blis_is_routed_around_in_the_builtin_order)
         clef_auto_why_not(clef_backend_find("avx2"), CLEF_OP_bias_add, 0, &f));
     cr_expect_null(
         clef_auto_why_not(clef_backend_find("scalar"), CLEF_OP_bias_add, 0, &f));
+    // above the CPU's own level it is the CPU, not the cap, that says no
+    f.max_isa = f.native_isa = CLEF_ISA_AVX2;
+    const clef_backend *a5 = clef_backend_find("avx512");
+    if (a5 && a5->table) { // compiled in (x86)
+        const char *beyond = clef_auto_why_not(a5, CLEF_OP_bias_add, 0, &f);
+        cr_assert_not_null(beyond);
+        cr_expect_str_eq(beyond, "beyond this CPU");
+    }
 }
 
 Test(tune, tuning_file_choices_per_class_with_trampolines)
