@@ -377,6 +377,7 @@ Test(tune, unusable_tuned_backend_and_foreign_cpu_fall_back_to_builtin)
     cr_assert_eq(clef_tune_save(path, &t, err, sizeof err), 0, "%s", err);
     clef_auto_facts f = facts_here();
     f.max_isa = CLEF_ISA_SCALAR; // as with CLEF_MAX_ISA=scalar
+    f.native_isa = CLEF_ISA_MAX;    // on a CPU that could run the rest
     clef_kernels k;
     cr_assert_eq(clef_auto_build(&k, path, &f, g_ch), 0);
     clef_auto_choice *c = &g_ch[CLEF_OP_bias_add][CLEF_CLASS_SMALL];
