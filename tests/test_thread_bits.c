@@ -3,7 +3,8 @@
 // attentions projected or absorbed, on batches of three records (a bucket
 // of one geometry and a batch of mixed geometries, so the records' memory
 // attentions run on several threads at once), must leave the same parameter
-// bits on 1 thread, on 2 threads, on 2 threads again and on 3 threads.
+// bits on 1 thread, on 2 threads, on 2 threads again and on 3 threads; in
+// bf16 too, on oneDNN's bf16 GEMMs.
 //
 // The head is large enough that every threaded path splits: GEMMs well over
 // the serial threshold, memory products over a megaflop, the memory
@@ -16,6 +17,7 @@
 
 #include "head.h"
 #include "isa_common.h"
+#include "mm.h"
 #include "ref_head.h"
 #include "scheduler/registry.h"
 #include "util.h"
@@ -45,12 +47,21 @@ static void run_init(bits_run *r, uint64_t seed)
 static void run_free(bits_run *r) { clef_test_batch_free(r); }
 
 // STEPS updates of batch 3 (the bucket, then the mixed batch, in turn) on
-// `threads` threads; returns the parameters (malloc'd, *n floats).
-static float *train_bits(const clef_kernels *k, const char *mode, int threads,
-                         size_t *n)
+// `threads` threads, in bf16 when bf16 (the backend's bf16 GEMMs, core/mm.h);
+// returns the parameters (malloc'd, *n floats).
+static float *train_bits(const clef_kernels *k, const char *mode, int bf16,
+                         int threads, size_t *n)
 {
     bits_run r;
     run_init(&r, 29);
+    struct clef_mm mm;
+    clef_kernels kb;
+    if (bf16) {
+        cr_assert_eq(clef_mm_init(&mm, &r.hd), 0);
+        cr_assert_eq(clef_mm_table(k, &mm, &kb), 0, "%s: no bf16 GEMMs",
+                     k->backend);
+        k = &kb;
+    }
     clef_train_opts o = clef_test_train_opts();
     clef_ws_limits lim;
     clef_ws_limits_for(r.recs, NREC, 3, &lim);
@@ -64,12 +75,14 @@ static float *train_bits(const clef_kernels *k, const char *mode, int threads,
     *n = r.hd.nparams;
     float *w = clef_test_falloc(*n);
     memcpy(w, r.hd.params, sizeof(float) * *n);
+    if (bf16)
+        clef_mm_free(&mm);
     clef_ws_free(ws);
     run_free(&r);
     return w;
 }
 
-static void check_bits(const char *backend, const char *mode)
+static void check_bits_in(const char *backend, const char *mode, int bf16)
 {
     const clef_kernels *k = isa_table_or_skip(backend);
     if (omp_get_num_procs() < 2)
@@ -77,20 +90,25 @@ static void check_bits(const char *backend, const char *mode)
     const int before = omp_get_max_threads();
     const int counts[] = {2, 2, 3}; // 2 twice: run to run as well
     size_t n = 0, m = 0;
-    float *ref = train_bits(k, mode, 1, &n);
+    float *ref = train_bits(k, mode, bf16, 1, &n);
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
-        float *w = train_bits(k, mode, counts[c], &m);
+        float *w = train_bits(k, mode, bf16, counts[c], &m);
         cr_assert_eq(m, n);
         long i = clef_test_first_diff(ref, w, n);
         cr_expect(i < 0,
-                  "%s (%s): after %d updates, parameter %ld is %.9g on 1 "
+                  "%s (%s%s): after %d updates, parameter %ld is %.9g on 1 "
                   "thread and %.9g on %d (run %zu)",
-                  backend, mode, STEPS, i, i < 0 ? 0.0 : ref[i],
+                  backend, mode, bf16 ? ", bf16" : "", STEPS, i, i < 0 ? 0.0 : ref[i],
                   i < 0 ? 0.0 : w[i], counts[c], c + 1);
         free(w);
     }
     free(ref);
     omp_set_num_threads(before);
+}
+
+static void check_bits(const char *backend, const char *mode)
+{
+    check_bits_in(backend, mode, 0);
 }
 
 Test(thread_bits, onednn_project)
@@ -111,4 +129,11 @@ Test(thread_bits, blis_project)
 Test(thread_bits, blis_absorb)
 {
     check_bits("blis", "absorb");
+}
+
+// oneDNN's bf16 matmul (auto's choice for the large bf16 products where the
+// CPU has no AMX): the same blocks of C on any thread count.
+Test(thread_bits, onednn_bf16_project)
+{
+    check_bits_in("onednn", "project", 1);
 }
