@@ -45,10 +45,11 @@
 // the hardware kernels (vdpbf16ps, _tile_dpbf16ps; oneDNN's) sum in float in
 // their own order and treat denormal operands and results as zero, so they
 // match it within (K + 2) FLT_EPSILON Σ|a·b| (bench/case_gemm_bf16.c).
-// No bf16 GEMM pre-packs yet: the amx and avx512_bf16 kernels pack both
-// operands per call (backends/x86/bf16_pack.h); a clef_gemm_prepack-style
-// entry for a weight's VNNI panels, made once per update, is what training
-// would add (docs/PERF-NOTES.md, "bf16 GEMMs").
+// No bf16 GEMM pre-packs: the amx and avx512_bf16 kernels pack both
+// operands per call (backends/x86/bf16_pack.h); in an update each weight is
+// read once per form, so a pack made once per update would not be read
+// twice (docs/PERF-NOTES.md, "bf16 on Zen 5, second pass"). CPUs without
+// bf16 arithmetic run them on the fp32 kernels (backends/gemm_bf16_widen.h).
 #define CLEF_SIG_gemm_bf16                                                     \
     (int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,      \
      int ldb, float *C, int ldc, int accumulate)
@@ -302,8 +303,9 @@ _Static_assert(CLEF_OP_COUNT == CLEF_OP_COUNT_EXPECTED,
 //   avx2, 6x16)
 // CLEF_OPS(AVX2_DECL) declares every kernel; CLEF_KERNEL_ENTRY and
 // CLEF_KERNEL_NAME fill a clef_kernels initializer's pointers and names.
-// The bf16 GEMMs (bgemm) are not theirs: nothing is declared and the entry
-// stays NULL (the registry fills it with the dispatcher's bf16 kernel).
+// Their bf16 GEMMs (bgemm) widen the operands and run the backend's own fp32
+// GEMM (backends/gemm_bf16_widen.h: for CPUs without bf16 arithmetic), named
+// by that fp32 tile: clef_bf16_gemm_nt_14x32__avx512.
 // CLEF_BF16_DECL / CLEF_BF16_ENTRY / CLEF_BF16_NAME do the same for the bf16
 // GEMMs alone (the amx and avx512_bf16 backends) and nothing for other ops.
 #define CLEF_KERNEL_DECL(op, sig, unit, isa, tile)                             \
@@ -316,7 +318,7 @@ _Static_assert(CLEF_OP_COUNT == CLEF_OP_COUNT_EXPECTED,
 #define CLEF_KDECL_flops(...) __VA_ARGS__
 #define CLEF_KDECL_elems(...) __VA_ARGS__
 #define CLEF_KDECL_bcvt(...) __VA_ARGS__
-#define CLEF_KDECL_bgemm(...)
+#define CLEF_KDECL_bgemm(...) __VA_ARGS__
 #define CLEF_BF16_DECL(op, sig, unit, isa, tile)                               \
     CLEF_BDECL_##unit(clef_##sig##_t CLEF_KSYM(op, unit, isa, tile);)
 #define CLEF_BF16_ENTRY(op, sig, unit, isa, tile)                              \

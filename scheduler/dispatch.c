@@ -13,10 +13,11 @@
 #include "cpu/cpu.h"
 #include "scheduler/registry.h"
 
-#define CLEF_MAX_CANDIDATES 3
+#define CLEF_MAX_CANDIDATES 5
 
 // Per op, from the op list: avx512, avx2, scalar (every shape each; see
-// dispatch.h); the bf16 GEMMs: amx, avx512_bf16, scalar.
+// dispatch.h); the bf16 GEMMs: amx, avx512_bf16, then avx512 and avx2 (their
+// fp32 GEMMs on widened operands, for CPUs without bf16 arithmetic), scalar.
 // clang-format off
 #define CAND(op, unit, isa, tile, level, backend)                              \
     {CLEF_KSTR(op, unit, isa, tile), level, backend,                           \
@@ -40,6 +41,9 @@
         CAND(op, unit, amx, CLEF_AMX_GEMM_TILE, CLEF_ISA_AMX, "amx"),          \
         CAND(op, unit, avx512bf16, CLEF_AVX512BF16_GEMM_TILE,                  \
              CLEF_ISA_AVX512_BF16, "avx512_bf16"),                             \
+        CAND(op, unit, avx512, CLEF_AVX512_GEMM_TILE, CLEF_ISA_AVX512,         \
+             "avx512"),                                                        \
+        CAND(op, unit, avx2, CLEF_AVX2_GEMM_TILE, CLEF_ISA_AVX2, "avx2"),      \
         CAND_SCALAR(op, unit)},
 // clang-format on
 
@@ -50,7 +54,10 @@ static const clef_candidate g_candidates[CLEF_OP_COUNT][CLEF_MAX_CANDIDATES] = {
 
 const clef_candidate *clef_dispatch_candidates(clef_op op, int *count)
 {
-    *count = CLEF_MAX_CANDIDATES;
+    int n = 0; // rows are zero-filled past their last candidate
+    while (n < CLEF_MAX_CANDIDATES && g_candidates[op][n].name)
+        n++;
+    *count = n;
     return g_candidates[op];
 }
 

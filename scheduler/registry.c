@@ -105,8 +105,8 @@ static int tagged(const char *name, const char *tag)
     return 0;
 }
 
-// The x86 hand-written tables carry only their own ops (avx2, avx512: no
-// bf16 GEMMs; amx, avx512_bf16: nothing but them): the first time one says
+// The x86 hand-written tables carry only their own ops (amx, avx512_bf16:
+// nothing but the bf16 GEMMs; avx2, avx512: every op): the first time one says
 // it can run, each op it lacks gets the dispatcher's kernel for it under
 // CLEF_MAX_ISA (the best hand-written one), pointer and name, one store
 // each.

@@ -1,7 +1,9 @@
 // The bf16 kernels of every backend that has its own (amx:
 // clef_bf16_gemm_*_32x32__amx, avx512_bf16: clef_bf16_gemm_*_12x32__
-// avx512bf16, onednn: clef_bf16_gemm_*__onednn; cvt_f32_bf16 of avx2 and
-// avx512) against the scalar reference, through the backends' tables:
+// avx512bf16, onednn: clef_bf16_gemm_*__onednn; avx512 and avx2: their fp32
+// GEMMs on widened operands, clef_bf16_gemm_*_14x32__avx512 and _6x16__avx2;
+// cvt_f32_bf16 of avx2 and avx512) against the scalar reference, through the
+// backends' tables:
 //   - GEMM remainders of the 16×16 / 16×32 tiles and the 12×32 microkernel:
 //     M, N in {1, 2, 11, 12, 13, 15, 16, 17, 31, 32, 33}, K in {1, 2, 3, 31,
 //     32, 33, 63, 64, 65} (K odd: the last pair half empty), both
@@ -202,6 +204,56 @@ Test(isa_gemm_bf16, avx512_bf16_large_tn)
 {
     large("avx512_bf16", TN);
 }
+// CPUs without bf16 arithmetic: avx512's and avx2's fp32 GEMMs on widened
+// operands (backends/gemm_bf16_widen.h)
+Test(isa_gemm_bf16, avx512_nt)
+{
+    remainders("avx512", NT);
+}
+Test(isa_gemm_bf16, avx512_nn)
+{
+    remainders("avx512", NN);
+}
+Test(isa_gemm_bf16, avx512_tn)
+{
+    remainders("avx512", TN);
+}
+Test(isa_gemm_bf16, avx512_large_nt)
+{
+    large("avx512", NT);
+}
+Test(isa_gemm_bf16, avx512_large_nn)
+{
+    large("avx512", NN);
+}
+Test(isa_gemm_bf16, avx512_large_tn)
+{
+    large("avx512", TN);
+}
+Test(isa_gemm_bf16, avx2_nt)
+{
+    remainders("avx2", NT);
+}
+Test(isa_gemm_bf16, avx2_nn)
+{
+    remainders("avx2", NN);
+}
+Test(isa_gemm_bf16, avx2_tn)
+{
+    remainders("avx2", TN);
+}
+Test(isa_gemm_bf16, avx2_large_nt)
+{
+    large("avx2", NT);
+}
+Test(isa_gemm_bf16, avx2_large_nn)
+{
+    large("avx2", NN);
+}
+Test(isa_gemm_bf16, avx2_large_tn)
+{
+    large("avx2", TN);
+}
 Test(isa_gemm_bf16, onednn_nt)
 {
     remainders("onednn", NT);
@@ -252,6 +304,14 @@ Test(isa_gemm_bf16, amx_threads_bitwise)
 Test(isa_gemm_bf16, avx512_bf16_threads_bitwise)
 {
     threads_bitwise("avx512_bf16");
+}
+Test(isa_gemm_bf16, avx512_threads_bitwise)
+{
+    threads_bitwise("avx512");
+}
+Test(isa_gemm_bf16, avx2_threads_bitwise)
+{
+    threads_bitwise("avx2");
 }
 
 static void cvt_bitwise(const char *be, clef_cvt_bf16_fn fn)

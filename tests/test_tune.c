@@ -213,21 +213,21 @@ Test(tune, builtin_order_without_a_tuning_file)
             if (!clef_op_is_bf16_gemm((clef_op)op))
                 cr_expect_str_eq(g_ch[op][CLEF_CLASS_LARGE].backend->name,
                                  "avx512");
-        // medium: the hand-written kernels first; large: oneDNN's bf16
-        // matmul before the AVX512-BF16 kernel, never before AMX
+        // medium: the hand-written kernels first (without bf16 arithmetic,
+        // avx512's fp32 GEMMs on widened operands); large: oneDNN's bf16
+        // matmul before the AVX512-BF16 kernel, never before AMX, and only
+        // where the CPU has bf16 arithmetic (else oneDNN emulates it)
         const int amx = !clef_need_amx(), vdp = !clef_need_avx512_bf16();
         const int dnn = !clef_backend_unavailable(clef_backend_find("onednn"));
-        const char *mid = amx ? "amx" : vdp ? "avx512_bf16" : NULL;
-        const char *big = amx ? "amx" : dnn ? "onednn" : mid;
+        const char *mid = amx ? "amx" : vdp ? "avx512_bf16" : "avx512";
+        const char *big = amx ? "amx" : dnn && vdp ? "onednn" : mid;
         for (int op = 0; op < CLEF_OP_COUNT; op++) {
             if (!clef_op_is_bf16_gemm((clef_op)op))
                 continue;
-            if (mid)
-                cr_expect_str_eq(g_ch[op][CLEF_CLASS_MEDIUM].backend->name,
-                                 mid, "%s", clef_op_names[op]);
-            if (big)
-                cr_expect_str_eq(g_ch[op][CLEF_CLASS_LARGE].backend->name,
-                                 big, "%s", clef_op_names[op]);
+            cr_expect_str_eq(g_ch[op][CLEF_CLASS_MEDIUM].backend->name, mid,
+                             "%s", clef_op_names[op]);
+            cr_expect_str_eq(g_ch[op][CLEF_CLASS_LARGE].backend->name, big,
+                             "%s", clef_op_names[op]);
         }
         cr_expect_str_eq(k.names[CLEF_OP_gemm_nt],
                          best->table->names[CLEF_OP_gemm_nt]);
@@ -279,6 +279,19 @@ Test(tune, library_bf16_gemms_only_uncapped)
     cr_expect(strstr(why, "CLEF_MAX_ISA") != NULL, "%s", why);
     // the cap binds only its bf16 GEMMs
     cr_expect_null(clef_auto_why_not(dnn, CLEF_OP_gemm_nt, 1, &f));
+    // a CPU without bf16 arithmetic: oneDNN would emulate it
+    f.max_isa = f.native_isa = CLEF_ISA_AVX512;
+    why = clef_auto_why_not(dnn, CLEF_OP_gemm_bf16_nn, 1, &f);
+    cr_assert_not_null(why);
+    cr_expect(strstr(why, "no bf16 arithmetic") != NULL, "%s", why);
+    const clef_backend *a5 = clef_backend_find("avx512");
+    if (!a5 || !a5->table || clef_backend_unavailable(a5))
+        return; // no AVX-512 here: the widened kernels are avx2's
+    clef_kernels k;
+    cr_assert_eq(clef_auto_build(&k, "", &f, g_ch), 0);
+    for (int c = 0; c < CLEF_CLASS_COUNT; c++)
+        cr_expect_str_eq(g_ch[CLEF_OP_gemm_bf16_nn][c].backend->name, "avx512",
+                         "class %d", c);
 }
 
 Test(tune, generic_blis_is_routed_around_in_the_builtin_order)

@@ -21,10 +21,9 @@ void clef_f32_exp__avx2(size_t n, const float *x, float *y);
 // Pre-packed GEMM operands (kernels.h), on the same microkernel.
 extern const clef_gemm_prepack clef_gemm_prepack_6x16__avx2;
 
-// Every f32 op (and cvt_f32_bf16) has an entry that works for every shape;
-// the bf16 GEMMs stay NULL until the registry fills them with the
-// dispatcher's bf16 kernels (scheduler/registry.c), the first time this
-// backend says it can run.
+// Every op has an entry that works for every shape; the bf16 GEMMs are
+// this backend's fp32 GEMMs on operands widened to float (gemm_bf16.c), for
+// CPUs without bf16 arithmetic.
 extern clef_kernels clef_avx2_kernels;
 
 #endif

@@ -1,6 +1,6 @@
 // The avx2 backend's table, from the op list: every op, its kernel and
-// its name (kernels.h, CLEF_KERNEL_ENTRY); the bf16 GEMMs NULL (not this
-// backend's: the registry fills them).
+// its name (kernels.h, CLEF_KERNEL_ENTRY); its bf16 GEMMs run its fp32 ones
+// on widened operands (gemm_bf16.c).
 #include "avx2.h"
 
 #define ENTRY(op, sig, unit, work)                                             \

@@ -4,7 +4,8 @@
 
 #include "backends/scalar/scalar.h"
 
-// The bf16 ops (no NEON kernels yet) take the scalar reference's.
+// cvt_f32_bf16 (no NEON kernel yet) takes the scalar reference's; the bf16
+// GEMMs run the NEON fp32 GEMMs on widened operands (gemm_bf16.c).
 #define ENTRY(op, sig, unit, work) NEON_ENTRY_##unit(op, sig, unit)
 #define NAME(op, sig, unit, work) NEON_NAME_##unit(op, sig, unit)
 #define NEON_ENTRY_F32(op, sig, unit)                                          \
@@ -16,12 +17,12 @@
 #define NEON_ENTRY_gemm NEON_ENTRY_F32
 #define NEON_ENTRY_flops NEON_ENTRY_F32
 #define NEON_ENTRY_elems NEON_ENTRY_F32
-#define NEON_ENTRY_bgemm NEON_ENTRY_SCALAR
+#define NEON_ENTRY_bgemm NEON_ENTRY_F32
 #define NEON_ENTRY_bcvt NEON_ENTRY_SCALAR
 #define NEON_NAME_gemm NEON_NAME_F32
 #define NEON_NAME_flops NEON_NAME_F32
 #define NEON_NAME_elems NEON_NAME_F32
-#define NEON_NAME_bgemm NEON_NAME_SCALAR
+#define NEON_NAME_bgemm NEON_NAME_F32
 #define NEON_NAME_bcvt NEON_NAME_SCALAR
 
 const clef_kernels clef_neon_kernels = {

@@ -28,8 +28,9 @@ with tempfile.TemporaryDirectory() as tmp:
     names = re.findall(r"^\s+(\w+)", ops.group(1), re.M) if ops else []
     if len(names) < 20:
         sys.exit("cannot read the op list from clef-bench --list:\n" + lst.stdout)
-    # the bf16 GEMMs are only the bf16 backends' own (avx512 has none)
-    bf16 = next((b for b in ("amx", "avx512_bf16") if b in avail), None)
+    # the bf16 GEMMs: a bf16 backend's, else the fp32 GEMMs' on widened operands
+    bf16 = next((b for b in ("amx", "avx512_bf16", "avx512", "avx2", "neon")
+                 if b in avail), None)
     def other_of(op):
         return bf16 if op.startswith("gemm_bf16_") else other
     skipped = [op for op in names if other_of(op) is None]
