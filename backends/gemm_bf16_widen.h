@@ -66,4 +66,15 @@ static inline void bf16_widen_gemm(int ta, int tb, int M, int N, int K,
     f32(M, N, K, Aw, ac > 0 ? ac : 1, Bw, bc > 0 ? bc : 1, C, ldc, accumulate);
 }
 
+// Defines the kernel `name` (spelled out in full where it is used, so that
+// it can be found by its name): ta, tb as above, f32 the fp32 GEMM it runs,
+// ref the scalar reference it falls back to.
+#define CLEF_BF16_WIDEN_GEMM(name, ta, tb, f32, ref)                           \
+    void name(int M, int N, int K, const uint16_t *A, int lda,                 \
+              const uint16_t *B, int ldb, float *C, int ldc, int accumulate)   \
+    {                                                                          \
+        bf16_widen_gemm(ta, tb, M, N, K, A, lda, B, ldb, C, ldc, accumulate,   \
+                        f32, ref);                                             \
+    }
+
 #endif
