@@ -11,11 +11,13 @@
 //      preference order: avx512 > onednn > avx2 > blis > scalar, where a
 //      library backend counts only for ops it implements itself and BLIS is
 //      skipped when it runs its `generic` sub-configuration (no SIMD kernels).
-//      The bf16 GEMMs: amx > avx512_bf16 > onednn, except in the large class,
-//      where oneDNN's bf16 matmul comes before the AVX512-BF16 kernel (4-22 %
-//      faster on the head's large shapes on Zen 5, docs/PERF-NOTES.md) and
-//      the AMX kernel, ahead of oneDNN on the Intel host, stays first. A
-//      library's bf16 GEMMs count only under no cap below the CPU's level.
+//      The bf16 GEMMs: amx > avx512_bf16 > avx512 > onednn > avx2 (avx512,
+//      avx2: their fp32 GEMMs on widened operands), except in the large
+//      class, where oneDNN's bf16 matmul comes before the AVX512-BF16 kernel
+//      (4-22 % faster on the head's large shapes on Zen 5, docs/PERF-NOTES.md)
+//      and the AMX kernel, ahead of oneDNN on the Intel host, stays first. A
+//      library's bf16 GEMMs count only on a CPU with bf16 arithmetic and no
+//      cap below its level.
 // Hand-written backends above CLEF_MAX_ISA are never chosen. CLEF_VERBOSE=1
 // prints every choice and where it came from.
 //
