@@ -224,8 +224,8 @@ static void choose_class(clef_op op, int cls, const clef_backend *const *cand,
     int pick = best;
     for (int i = 0; i < nc; i++)
         if (!t->failed[i] && t->t[i][cls] <= TIE * t->t[best][cls] &&
-            clef_auto_builtin_rank((clef_op)op, cls, cand[i]->name) <
-                clef_auto_builtin_rank((clef_op)op, cls, cand[pick]->name))
+            clef_auto_builtin_rank(op, cls, cand[i]->name) <
+                clef_auto_builtin_rank(op, cls, cand[pick]->name))
             pick = i;
     best = pick;
     clef_tune_entry *e = &tf->e[op][cls];
