@@ -137,3 +137,10 @@ Test(thread_bits, onednn_bf16_project)
 {
     check_bits_in("onednn", "project", 1);
 }
+
+// avx512's bf16 GEMMs (its fp32 GEMMs on widened operands, for CPUs without
+// bf16 arithmetic): the fp32 kernels' splits, elementwise widening.
+Test(thread_bits, avx512_widened_bf16_project)
+{
+    check_bits_in("avx512", "project", 1);
+}
