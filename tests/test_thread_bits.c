@@ -4,7 +4,7 @@
 // of one geometry and a batch of mixed geometries, so the records' memory
 // attentions run on several threads at once), must leave the same parameter
 // bits on 1 thread, on 2 threads, on 2 threads again and on 3 threads; in
-// bf16 too, on oneDNN's bf16 GEMMs.
+// bf16 too, on oneDNN's bf16 GEMMs and on avx512's widened ones.
 //
 // The head is large enough that every threaded path splits: GEMMs well over
 // the serial threshold, memory products over a megaflop, the memory
