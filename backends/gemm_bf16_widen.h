@@ -10,35 +10,38 @@
 // Operands are widened in their own layout (op(A) stored (ar, ac), op(B)
 // (br, bc), as kernels.h lays them out) into per-thread scratch
 // (backends/bf16_scratch.h), rows on the team when the operand is large and
-// no team runs yet: elementwise, so the bits never depend on the thread
+// a team is free (CLEF_PAR_FOR): elementwise, so the bits never depend on the thread
 // count, and the fp32 kernel's do not either.
 #ifndef CLEF_GEMM_BF16_WIDEN_H
 #define CLEF_GEMM_BF16_WIDEN_H
 
-#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "backends/bf16_scratch.h"
 #include "kernels.h"
+#include "par.h"
 
 // Below this many elements one thread widens an operand.
 #define BF16_WIDEN_SERIAL 65536
 
-// y (rows, cols) dense = x (rows, cols, stride ld) widened to float.
+// y (cols) = x (cols) widened to float.
+static inline void bf16_widen_row(int cols, const uint16_t *x, float *y)
+{
+    uint32_t *yu = (uint32_t *)y;
+#pragma omp simd
+    for (int j = 0; j < cols; j++)
+        yu[j] = (uint32_t)x[j] << 16;
+}
+
+// y (rows, cols) dense = x (rows, cols, stride ld) widened to float (no
+// OpenMP region at all for a small operand: par.h).
 static void bf16_widen_rows(int rows, int cols, const uint16_t *x, int ld,
                             float *y)
 {
-    const int par = (size_t)rows * cols >= BF16_WIDEN_SERIAL &&
-                    omp_get_max_threads() > 1 && !omp_in_parallel();
-#pragma omp parallel for schedule(static) if (par)
-    for (int r = 0; r < rows; r++) {
-        const uint16_t *xr = x + (size_t)r * ld;
-        uint32_t *yr = (uint32_t *)(y + (size_t)r * cols);
-#pragma omp simd
-        for (int j = 0; j < cols; j++)
-            yr[j] = (uint32_t)xr[j] << 16;
-    }
+    CLEF_PAR_FOR((size_t)rows * cols >= BF16_WIDEN_SERIAL, int, r, rows,
+        bf16_widen_row(cols, x + (size_t)r * ld, y + (size_t)r * cols);
+    );
 }
 
 // C (M, N) [+]= op(A) op(B) on bf16 A, B: ta 1 for A (K, M) (tn), tb 1 for

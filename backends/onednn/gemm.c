@@ -219,7 +219,7 @@ static void gemm_onednn(int kind, int M, int N, int K, const void *A, int lda,
                  ? j.whole
                  : acquire(&j, j.split_n ? M : rest, j.split_n ? rest : N);
     // each block writes its own part of C; no region of one thread, none
-    // nested (core/par.h)
+    // nested (backends/par.h)
     if (j.nb > 1 && omp_get_max_threads() > 1 && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < j.nb; i++)

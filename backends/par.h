@@ -3,7 +3,8 @@
 // which the tiny head's ~150 kernel calls per update cannot afford, and a
 // region of one thread makes libgomp allocate (and free) its team, which the
 // update loop must not do. Each iteration writes its own outputs, so the
-// split never changes a result.
+// split never changes a result. In backends/ so that kernels use it too
+// (core and the rest include it as "par.h").
 #ifndef CLEF_PAR_H
 #define CLEF_PAR_H
 
