@@ -1,7 +1,8 @@
 // Matrix products in fp32 or bf16 (mm.h).
 #include "mm.h"
 #include "par.h"
-#include "safetensors.h"
+
+#include "backends/gemm_bf16_widen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +35,8 @@ void clef_mm_free(struct clef_mm *mm)
 {
     free(mm->pbf);
     for (int t = 0; t < CLEF_MM_SLOTS; t++)
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2; i++)
             free(mm->scr[t][i].p);
-            free(mm->wide[t][i].p);
-        }
     memset(mm, 0, sizeof(*mm));
 }
 
@@ -108,11 +107,11 @@ static int slot(void)
     return t;
 }
 
-// b grown to n elements of size bytes each (out of memory: stops, as above).
-static void *grow(clef_mm_buf *b, size_t n, size_t size)
+// b grown to n bf16 elements (out of memory: stops, as above).
+static uint16_t *grow(clef_mm_buf *b, size_t n)
 {
     if (b->cap < n) {
-        void *p = realloc(b->p, size * n);
+        void *p = realloc(b->p, sizeof(uint16_t) * n);
         if (!p) {
             fprintf(stderr,
                     "clef: out of memory for a bf16 operand of "
@@ -140,7 +139,7 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
     *ld = cols > 0 ? cols : 1;
     if (n == 0) // nothing is read
         return mm->pbf;
-    uint16_t *y = grow(&mm->scr[slot()][which], n, sizeof(uint16_t));
+    uint16_t *y = grow(&mm->scr[slot()][which], n);
     if (ldx == cols) {
         cvt_chunks(k, n, X, y);
     } else {
@@ -150,24 +149,6 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
         );
     }
     return y;
-}
-
-// The bf16 operand a (rows, cols, stride la) widened back to float: the
-// same rounded values, each exact in float (*ld = cols).
-static const float *widened(struct clef_mm *mm, int which, int rows, int cols,
-                            const uint16_t *a, int la, int *ld)
-{
-    const size_t n = (size_t)rows * cols;
-    *ld = cols > 0 ? cols : 1;
-    float *w = grow(&mm->wide[slot()][which], n ? n : 1, sizeof(float));
-    for (int r = 0; r < rows; r++) {
-        const uint16_t *x = a + (size_t)r * la;
-        float *y = w + (size_t)r * cols;
-#pragma omp simd
-        for (int j = 0; j < cols; j++)
-            y[j] = clef_bf16_to_f32(x[j]);
-    }
-    return w;
 }
 
 // The three forms share one body: op(A) is (M, K) stored (ar, ac), op(B)
@@ -184,21 +165,18 @@ static void mm16(const clef_kernels *k, int form, int M, int N, int K,
                  const uint16_t *a, int la, const uint16_t *b, int lb, float *C,
                  int ldc, int acc)
 {
-    const int ar = form == TN ? K : M, ac = form == TN ? M : K;
-    const int br = form == NT ? N : K, bc = form == NT ? K : N;
-    if (2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS) {
-        // the rounded operands as floats through the fp32 kernel: products
-        // of bf16 values are exact in float, sums in float, as the bf16
-        // kernels compute them, without their tile setup and packing
-        int fa, fb;
-        const float *wa = widened(k->mm, 0, ar, ac, a, la, &fa);
-        const float *wb = widened(k->mm, 1, br, bc, b, lb, &fb);
-        f32_of(k, form)(M, N, K, wa, fa, wb, fb, C, ldc, acc);
-        return;
-    }
     const clef_gemm_bf16_fn b16 = form == NT   ? k->gemm_bf16_nt
                                   : form == NN ? k->gemm_bf16_nn
                                                : k->gemm_bf16_tn;
+    if (2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS) {
+        // the rounded operands as floats through the fp32 kernel: products
+        // of bf16 values are exact in float, sums in float, as the bf16
+        // kernels compute them, without their tile setup and packing (the
+        // widened kernels' own body; b16 only without scratch memory)
+        bf16_widen_gemm(form == TN, form == NT, M, N, K, a, la, b, lb, C, ldc,
+                        acc, f32_of(k, form), b16);
+        return;
+    }
     b16(M, N, K, a, la, b, lb, C, ldc, acc);
 }
 

@@ -27,7 +27,7 @@ const char *clef_precision_name(int precision);
 // parallel regions too), two operands each, grown on first use.
 #define CLEF_MM_SLOTS 64
 typedef struct clef_mm_buf {
-    void *p;    // bf16 (scr) or float (wide) elements
+    void *p;    // bf16 elements
     size_t cap; // elements
 } clef_mm_buf;
 
@@ -40,7 +40,6 @@ struct clef_mm {
     // parameters, clef_mm_mirror), cleared by clef_mm_params_changed
     int current;
     clef_mm_buf scr[CLEF_MM_SLOTS][2];
-    clef_mm_buf wide[CLEF_MM_SLOTS][2]; // small products' operands, float
 };
 
 // Products below this many flops (2·M·N·K) run the rounded operands,
