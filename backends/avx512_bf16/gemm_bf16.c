@@ -15,13 +15,13 @@
 // not depend on the thread count. vdpbf16ps rounds each step to float
 // (round to nearest even) and treats denormal inputs and outputs as zero.
 #include <immintrin.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "avx512_bf16.h"
 #include "backends/scalar/scalar.h"
 #include "backends/x86/bf16_pack.h"
+#include "par.h"
 
 #define MR 12
 #define KCP 256 // pairs of k per block: a 32 KiB B panel block
@@ -186,24 +186,19 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
         return;
     }
     const int nchunks = (np + CHUNK - 1) / CHUNK;
-    const int par = nchunks > 1 && 2.0 * M * N * K >= SERIAL_FLOPS &&
-                    omp_get_max_threads() > 1 && !omp_in_parallel();
-#pragma omp parallel if (par)
-    {
-#pragma omp for schedule(static)
-        for (int q = 0; q < nblk; q++)
-            pack_a_rows(ta, M, K, A, lda, Ap, KPp, q);
-#pragma omp for schedule(static)
-        for (int ch = 0; ch < nchunks; ch++) {
-            const int p0 = ch * CHUNK, p1 = p0 + CHUNK < np ? p0 + CHUNK : np;
-            bf16_pack_b(tb, N, K, B, ldb, Bp, KPp, p0, p1);
-            for (int k0 = 0; k0 < KPp; k0 += KCP) {
-                const int kc = KPp - k0 < KCP ? KPp - k0 : KCP;
-                chunk_block(M, N, Ap, Bp, KPp, k0, kc, p0, p1, C, ldc,
-                            k0 > 0 || accumulate);
-            }
+    const int par = nchunks > 1 && 2.0 * M * N * K >= SERIAL_FLOPS;
+    CLEF_PAR_FOR(par, int, q, nblk,
+        pack_a_rows(ta, M, K, A, lda, Ap, KPp, q);
+    );
+    CLEF_PAR_FOR(par, int, ch, nchunks,
+        const int p0 = ch * CHUNK, p1 = p0 + CHUNK < np ? p0 + CHUNK : np;
+        bf16_pack_b(tb, N, K, B, ldb, Bp, KPp, p0, p1);
+        for (int k0 = 0; k0 < KPp; k0 += KCP) {
+            const int kc = KPp - k0 < KCP ? KPp - k0 : KCP;
+            chunk_block(M, N, Ap, Bp, KPp, k0, kc, p0, p1, C, ldc,
+                        k0 > 0 || accumulate);
         }
-    }
+    );
 }
 
 void clef_bf16_gemm_nt_12x32__avx512bf16(int M, int N, int K, const uint16_t *A,
