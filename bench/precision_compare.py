@@ -15,7 +15,8 @@ bf16, or, for the noise floor, fp32 against fp32 under another CLEF_MAX_ISA
   per record and question) the two runs share;
 
 and the joint head's held-out test accuracy per question for both runs (the
-test split is scored once per run). Exit 1 when a question's test accuracy
+test split is scored once per run), with the mean of B - A over the seeds and,
+for two or more seeds, its standard deviation and standard error. Exit 1 when a question's test accuracy
 differs by more than --bound points on average over the seeds, 0 otherwise.
 """
 import argparse
@@ -112,9 +113,13 @@ def main(argv):
     for q in acc_a:
         d = [100 * (y - x) for x, y in zip(acc_a[q], acc_b[q])]
         mean = sum(d) / len(d)
+        spread = ""
+        if len(d) > 1:
+            sd = (sum((x - mean) ** 2 for x in d) / (len(d) - 1)) ** 0.5
+            spread = f", sd {sd:.2f}, standard error {sd / len(d) ** 0.5:.2f}"
         print(f"{q}: test accuracy A " + " ".join(f"{x:.3f}" for x in acc_a[q])
               + " | B " + " ".join(f"{y:.3f}" for y in acc_b[q])
-              + f" | B - A {mean:+.2f} points (per seed "
+              + f" | B - A {mean:+.2f} points{spread} (per seed "
               + " ".join(f"{x:+.2f}" for x in d) + ")")
         fail |= abs(mean) > a.bound
     return 1 if fail else 0

@@ -1,6 +1,7 @@
 """bench/precision_compare.py: loss bands, shared test answers, the bound."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,24 @@ class PrecisionCompare(unittest.TestCase):
         self.assertIn("B - A -0.60 points", r.stdout)
         self.assertIn("same test answer 3 of 3", r.stdout)
         self.assertEqual(compare(self.a, self.b, "--bound", "1").returncode, 0)
+
+    def test_two_seeds_spread(self):
+        for root, prec, accs in ((self.a, "fp32", [0.80, 0.80]),
+                                 (self.b, "bf16", [0.81, 0.79])):
+            write_out(root, prec, accs[0], [(1.0, 2.0)], "abab")
+            shutil.copytree(os.path.join(root, "run-seed1"),
+                            os.path.join(root, "run-seed2"))
+            path = os.path.join(root, "comparison.json")
+            comp = json.load(open(path))
+            comp["seeds"] = [1, 2]
+            comp["models"][0]["per_question"]["q"]["accuracy"]["values"] = accs
+            json.dump(comp, open(path, "w"))
+        r = compare(self.a, self.b)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("seed 2: 1 common evaluations", r.stdout)
+        # per seed +1 and -1 points: mean 0, sd sqrt(2), se 1
+        self.assertIn("B - A +0.00 points, sd 1.41, standard error 1.00 "
+                      "(per seed +1.00 -1.00)", r.stdout)
 
     def test_different_seeds_refused(self):
         write_out(self.a, "fp32", 0.8, [(1.0, 2.0)], "abab")
