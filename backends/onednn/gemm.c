@@ -18,8 +18,8 @@
 // primitive in the same order for any thread count, inside a parallel region
 // or not.
 #include "onednn_int.h"
+#include "par.h"
 
-#include <omp.h>
 #include <string.h>
 
 // Below 2^18 flops a team of threads costs more than it saves: one block.
@@ -220,14 +220,7 @@ static void gemm_onednn(int kind, int M, int N, int K, const void *A, int lda,
                  : acquire(&j, j.split_n ? M : rest, j.split_n ? rest : N);
     // each block writes its own part of C; no region of one thread, none
     // nested (backends/par.h)
-    if (j.nb > 1 && omp_get_max_threads() > 1 && !omp_in_parallel()) {
-#pragma omp parallel for schedule(static)
-        for (int i = 0; i < j.nb; i++)
-            gemm_block(&j, i);
-    } else {
-        for (int i = 0; i < j.nb; i++)
-            gemm_block(&j, i);
-    }
+    CLEF_PAR_FOR(j.nb > 1, int, i, j.nb, gemm_block(&j, i););
     if (j.last != j.whole)
         clef_onednn_release(j.last);
     clef_onednn_release(j.whole);
