@@ -16,8 +16,9 @@ bf16, or, for the noise floor, fp32 against fp32 under another CLEF_MAX_ISA
 
 and the joint head's held-out test accuracy per question for both runs (the
 test split is scored once per run), with the mean of B - A over the seeds and,
-for two or more seeds, its standard deviation and standard error. Exit 1 when a question's test accuracy
-differs by more than --bound points on average over the seeds, 0 otherwise.
+for two or more seeds, its standard deviation and standard error. Exit 1 when
+a question's test accuracy differs by more than --bound points on average over
+the seeds, 0 otherwise.
 """
 import argparse
 import json
@@ -57,20 +58,26 @@ def test_keys(out_dir):
             for q in r["questions"]}
 
 
+def argmax_answers(lines, keys):
+    """{(record, question): argmax candidate} of `clef score` output lines,
+    for the keys given."""
+    out = {}
+    for line in lines:
+        r = json.loads(line)
+        k = (r["record"], r["question"])
+        if k in keys:
+            best = max(r["scores"], key=lambda s: s["probability"])
+            out[k] = best["candidate_id"]
+    return out
+
+
 def answers(run_dir, keys):
-    """{(record, question): argmax candidate} of scores.jsonl, or None."""
+    """argmax_answers of the run's scores.jsonl, or None without one."""
     path = os.path.join(run_dir, "scores.jsonl")
     if not os.path.exists(path):
         return None
-    out = {}
     with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            k = (r["record"], r["question"])
-            if k in keys:
-                best = max(r["scores"], key=lambda s: s["probability"])
-                out[k] = best["candidate_id"]
-    return out
+        return argmax_answers(f, keys)
 
 
 def label(comparison, fallback):

@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+from precision_compare import argmax_answers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -30,17 +32,6 @@ def labelled(pkg, split):
     return {(r["id"], q["id"]): q["options"][q["label"]]
             for r in man["records"] if r["split"] == split
             for q in r["questions"] if q.get("label") is not None}
-
-
-def answers(lines, keys):
-    out = {}
-    for line in lines:
-        r = json.loads(line)
-        k = (r["record"], r["question"])
-        if k in keys:
-            out[k] = max(r["scores"], key=lambda s: s["probability"])[
-                "candidate_id"]
-    return out
 
 
 def accuracy(ans, lab):
@@ -72,7 +63,7 @@ def main(argv):
     for seed in comp["seeds"]:
         rd = os.path.join(a.dir, f"run-seed{seed}")
         with open(os.path.join(rd, "scores.jsonl")) as f:
-            before = answers(f, lab)
+            before = argmax_answers(f, lab)
         out = subprocess.run([clef, "score", "--weights",
                               os.path.join(rd, "weights.safetensors"),
                               "--package", pkg, "--precision", to],
@@ -80,7 +71,7 @@ def main(argv):
         if out.returncode:
             raise SystemExit(f"clef score failed for seed {seed}: "
                              + out.stderr.strip())
-        after = answers(out.stdout.splitlines(), lab)
+        after = argmax_answers(out.stdout.splitlines(), lab)
         if after.keys() != before.keys():
             raise SystemExit(f"seed {seed}: the two scorings cover "
                              "different records")
