@@ -18,11 +18,13 @@
 //
 // Blocking: K in blocks of KCB × 32 values (C tiles loaded and stored once
 // per block; the next block's C lines are prefetched while this one runs);
-// column chunks of CHUNK panels run in parallel, each packing
-// its own B panels; within a chunk, per K block and panel, every 32-row
-// block of A. The split never cuts a sum: bits do not depend on the thread
-// count. _tile_dpbf16ps accumulates in float (round to nearest even) and
-// treats denormal inputs and outputs as zero.
+// column chunks of CHUNK panels run in parallel, each packing its own B
+// panels; within a chunk, per K block and 32-row block of A, every panel:
+// the A block's tiles are read from L2 CHUNK times in a row instead of
+// streaming all of A from memory once per panel. The split never cuts a
+// sum: bits do not depend on the thread count. _tile_dpbf16ps accumulates
+// in float (round to nearest even) and treats denormal inputs and outputs
+// as zero.
 #include <immintrin.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -76,23 +78,26 @@ static void pack_a_tiles(int trans, int M, int K, const uint16_t *A, int lda,
             }
         return;
     }
-    // Aᵀ: dword kp of row m is A[2kp][m] | A[2kp+1][m] << 16; 16 rows at a
-    // time, scattered to row r of their tile (64 bytes apart)
-    const __m512i rows = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32(64));
+    // Aᵀ: dword kp of row m is A[2kp][m] | A[2kp+1][m] << 16; per tile, the
+    // 16 pairs kp of 16 columns m, transposed into the tile's 16 rows
     for (int mt = mt0; mt < mt1; mt++) {
         const int mb = 16 * mt, valid = M - mb;
         uint16_t *t = Ap + (size_t)mt * nkb * TILE_BF16;
-        for (int kp = 0; kp < 16 * nkb; kp++) {
-            const int k = 2 * kp;
-            __m512i v = _mm512_setzero_si512();
-            if (k < K && valid > 0)
-                v = bf16_pair16(
-                    A + (size_t)k * lda + mb,
-                    k + 1 < K ? A + (size_t)(k + 1) * lda + mb : NULL, valid);
-            _mm512_i32scatter_epi32(
-                t + (size_t)(kp / 16) * TILE_BF16 + 2 * (kp % 16), rows, v, 1);
+        for (int kb = 0; kb < nkb; kb++, t += TILE_BF16) {
+            __m512i v[16];
+            for (int i = 0; i < 16; i++) {
+                const int k = 2 * (16 * kb + i);
+                v[i] =
+                    k < K && valid > 0
+                        ? bf16_pair16(A + (size_t)k * lda + mb,
+                                      k + 1 < K ? A + (size_t)(k + 1) * lda + mb
+                                                : NULL,
+                                      valid)
+                        : _mm512_setzero_si512();
+            }
+            bf16_transpose16(v); // v[r]: the tile's row r
+            for (int r = 0; r < 16; r++)
+                _mm512_store_si512(t + 32 * r, v[r]);
         }
     }
 }
@@ -197,21 +202,27 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
             for (int kb0 = 0; kb0 < nkb; kb0 += KCB) {
                 const int kb1 = nkb - kb0 < KCB ? nkb : kb0 + KCB;
                 const int load = kb0 > 0 || accumulate;
-                for (int p = p0; p < p1; p++) {
-                    const uint32_t *bp = Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
-                    const int n0 = p * CLEF_BF16_PANEL;
-                    const int nv = N - n0 < 32 ? N - n0 : 32;
-                    for (int mt = 0; mt < nmt; mt += 2) {
-                        const int m0 = 16 * mt;
-                        const int mv = M - m0 < 32 ? M - m0 : 32;
-                        const float *nx = mt + 2 < nmt
-                                              ? C + (size_t)(m0 + 32) * ldc + n0
+                for (int mt = 0; mt < nmt; mt += 2) {
+                    const int m0 = 16 * mt;
+                    const int mv = M - m0 < 32 ? M - m0 : 32;
+                    const uint16_t *a0 =
+                        Ap + ((size_t)mt * nkb + kb0) * TILE_BF16;
+                    for (int p = p0; p < p1; p++) {
+                        const uint32_t *bp =
+                            Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
+                        const int n0 = p * CLEF_BF16_PANEL;
+                        const int nv = N - n0 < 32 ? N - n0 : 32;
+                        float *c = C + (size_t)m0 * ldc + n0;
+                        // the next block: the next panel, else the chunk's
+                        // first one 32 rows down
+                        const float *nx = p + 1 < p1 ? c + CLEF_BF16_PANEL
+                                          : mt + 2 < nmt
+                                              ? C + (size_t)(m0 + 32) * ldc +
+                                                    p0 * CLEF_BF16_PANEL
                                               : NULL;
-                        const uint16_t *a0 =
-                            Ap + ((size_t)mt * nkb + kb0) * TILE_BF16;
                         block(a0, a0 + (size_t)nkb * TILE_BF16, 64, TILE_BF16,
-                              bp, kb0, kb1, C + (size_t)m0 * ldc + n0, ldc, mv,
-                              nv, load, load ? nx : NULL);
+                              bp, kb0, kb1, c, ldc, mv, nv, load,
+                              load ? nx : NULL);
                     }
                 }
             }
