@@ -6,7 +6,9 @@
 // KPp rounded up to whole 16-pair tiles as the AMX kernel packs it: pairs
 // wholly past K, which only the AMX kernel asks for, are checked here on
 // any CPU with AVX-512 BW. Every dword of the pack is written (a sentinel
-// fill must be gone). Skipped, with the reason, on a CPU without AVX-512 BW.
+// fill must be gone). The same for the AMX kernels' A tiles
+// (backends/x86/amx_pack.h), so their layout is checked on CPUs without AMX
+// too. Skipped, with the reason, on a CPU without AVX-512 BW.
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,12 +18,18 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
-#include "backends/x86/bf16_pack.h"
+#include "backends/x86/amx_pack.h"
 
 static void pack(int trans, int N, int K, const uint16_t *B, int ldb,
                  uint32_t *Bp, int KPp, int p0, int p1)
 {
     bf16_pack_b(trans, N, K, B, ldb, Bp, KPp, p0, p1);
+}
+
+static void pack_a(int trans, int M, int K, const uint16_t *A, int lda,
+                   uint16_t *Ap, int nkb, int mt0, int mt1)
+{
+    amx_pack_a_tiles(trans, M, K, A, lda, Ap, nkb, mt0, mt1);
 }
 #pragma GCC pop_options
 
@@ -87,6 +95,61 @@ Test(bf16_pack, b_panels_as_laid_out)
                                  "%s N=%d K=%d KPp=%d: dword %ld differs",
                                  trans ? "nt" : "nn/tn", N, K, kps[c], bad);
                 }
+            }
+}
+
+// The first bf16 value of the A tiles that differs from the layout, or -1.
+// The row blocks are packed one call each, as the kernel does.
+static long a_tiles_case(int trans, int M, int K)
+{
+    const int lda = (trans ? M : K) + 3, rows = trans ? K : M;
+    const int nkb = (K + 31) / 32, nmt = 2 * ((M + 31) / 32);
+    const size_t na = (size_t)rows * lda,
+                 n = (size_t)nmt * nkb * CLEF_AMX_TILE_BF16;
+    uint16_t *A = malloc(na * sizeof *A);
+    uint16_t *Ap = aligned_alloc(64, (n * sizeof *Ap + 63) / 64 * 64);
+    cr_assert(A && Ap);
+    for (size_t i = 0; i < na; i++) // distinct, nonzero, never the sentinel
+        A[i] = (uint16_t)(1 + i % 32749);
+    for (size_t i = 0; i < n; i++)
+        Ap[i] = 0xffffu;
+    for (int mt = 0; mt < nmt; mt++)
+        pack_a(trans, M, K, A, lda, Ap, nkb, mt, mt + 1);
+    long bad = -1;
+    for (int mt = 0; mt < nmt && bad < 0; mt++)
+        for (int kb = 0; kb < nkb && bad < 0; kb++)
+            for (int r = 0; r < 16 && bad < 0; r++)
+                for (int j = 0; j < 32; j++) {
+                    const int m = 16 * mt + r, k = 32 * kb + j;
+                    const uint16_t want = m >= M || k >= K ? 0
+                                          : trans ? A[(size_t)k * lda + m]
+                                                  : A[(size_t)m * lda + k];
+                    const size_t at =
+                        ((size_t)mt * nkb + kb) * CLEF_AMX_TILE_BF16 +
+                        32 * (size_t)r + j;
+                    if (Ap[at] != want) {
+                        bad = (long)at;
+                        break;
+                    }
+                }
+    free(A);
+    free(Ap);
+    return bad;
+}
+
+Test(bf16_pack, amx_a_tiles_as_laid_out)
+{
+    const clef_cpu *cpu = clef_cpu_get();
+    if (!cpu->avx512f || !cpu->avx512bw || !cpu->avx512vl || !cpu->avx512dq)
+        cr_skip_test("cpu lacks AVX-512 F/BW/DQ/VL: the packs cannot run");
+    static const int ms[] = {1, 15, 16, 17, 31, 32, 33, 47, 64, 100};
+    static const int ks[] = {1, 2, 3, 31, 32, 33, 63, 64, 65, 100};
+    for (int trans = 0; trans < 2; trans++)
+        for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+            for (size_t b = 0; b < sizeof ks / sizeof *ks; b++) {
+                const long bad = a_tiles_case(trans, ms[a], ks[b]);
+                cr_assert_eq(bad, -1, "%s M=%d K=%d: value %ld differs",
+                             trans ? "A (K,M)" : "A (M,K)", ms[a], ks[b], bad);
             }
 }
 #endif

@@ -10,11 +10,13 @@
 // Packing (per call, into scratch kept per calling thread): op(B) in the
 // VNNI panels of backends/x86/bf16_pack.h (32 columns, K padded with zeros
 // to a multiple of 32: a B tile is 16 kp rows of a panel, stride 128
-// bytes); op(A) in tile order: tile (mt, kb) is 16 rows × 32 values,
-// 1 KiB contiguous, rows and K padded with zeros (M to 32). Zero padding
-// is what handles every remainder of M, N and K: padded products are exact
-// zeros. C blocks that are not whole inside (M, N) go through a 32×32
-// scratch (loaded from C, stored back to its valid part).
+// bytes); op(A) in the tile order of backends/x86/amx_pack.h: tile
+// (mt, kb) is 16 rows × 32 values, 1 KiB contiguous, rows and K padded with
+// zeros (M to 32). Both layouts are tested on any AVX-512 CPU
+// (tests/test_bf16_pack.c). Zero padding is what handles every remainder
+// of M, N and K: padded products are exact zeros. C blocks that are not
+// whole inside (M, N) go through a 32×32 scratch (loaded from C, stored
+// back to its valid part).
 //
 // Blocking: K in blocks of KCB × 32 values (C tiles loaded and stored once
 // per block; the next block's C lines are prefetched while this one runs);
@@ -32,12 +34,11 @@
 
 #include "amx.h"
 #include "backends/scalar/scalar.h"
-#include "backends/x86/bf16_pack.h"
+#include "backends/x86/amx_pack.h"
 
 #define KCB 32 // blocks of 32 k per K block (1024 values of k)
 #define CHUNK 4
 #define SERIAL_FLOPS 4194304.0
-#define TILE_BF16 512 // bf16 values of one A tile (16 × 32)
 
 typedef struct tilecfg {
     uint8_t palette, start_row, reserved[14];
@@ -55,51 +56,6 @@ static void tiles_configure(void)
         cfg.colsb[t] = 64;
     }
     _tile_loadconfig(&cfg);
-}
-
-// Row blocks [mt0, mt1) of 16 rows of the tile-ordered A pack (nkb tiles
-// of 32 k per row block). trans 0: A (M,K); 1: A (K,M).
-static void pack_a_tiles(int trans, int M, int K, const uint16_t *A, int lda,
-                         uint16_t *Ap, int nkb, int mt0, int mt1)
-{
-    if (!trans) {
-        for (int mt = mt0; mt < mt1; mt++)
-            for (int r = 0; r < 16; r++) {
-                const int m = 16 * mt + r;
-                uint16_t *d = Ap + (size_t)mt * nkb * TILE_BF16 + 32 * r;
-                const uint16_t *s = A + (size_t)(m < M ? m : 0) * lda;
-                for (int kb = 0; kb < nkb; kb++, d += TILE_BF16) {
-                    const int k0 = 32 * kb;
-                    const int n = m >= M ? 0 : K - k0 < 32 ? K - k0 : 32;
-                    const __mmask32 mk =
-                        n >= 32 ? 0xffffffffu : (__mmask32)((1u << n) - 1u);
-                    _mm512_store_si512(d, _mm512_maskz_loadu_epi16(mk, s + k0));
-                }
-            }
-        return;
-    }
-    // Aᵀ: dword kp of row m is A[2kp][m] | A[2kp+1][m] << 16; per tile, the
-    // 16 pairs kp of 16 columns m, transposed into the tile's 16 rows
-    for (int mt = mt0; mt < mt1; mt++) {
-        const int mb = 16 * mt, valid = M - mb;
-        uint16_t *t = Ap + (size_t)mt * nkb * TILE_BF16;
-        for (int kb = 0; kb < nkb; kb++, t += TILE_BF16) {
-            __m512i v[16];
-            for (int i = 0; i < 16; i++) {
-                const int k = 2 * (16 * kb + i);
-                v[i] =
-                    k < K && valid > 0
-                        ? bf16_pair16(A + (size_t)k * lda + mb,
-                                      k + 1 < K ? A + (size_t)(k + 1) * lda + mb
-                                                : NULL,
-                                      valid)
-                        : _mm512_setzero_si512();
-            }
-            bf16_transpose16(v); // v[r]: the tile's row r
-            for (int r = 0; r < 16; r++)
-                _mm512_store_si512(t + 32 * r, v[r]);
-        }
-    }
 }
 
 // The 32×32 block of C at (m0, n0) [+]= A row blocks mt, mt+1 × B panel
@@ -178,8 +134,8 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
     const int nkb = (K + 31) / 32, KPp = 16 * nkb;
     const int np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL;
     const int nmt = 2 * ((M + 31) / 32); // 16-row blocks, an even count
-    uint16_t *Ap = bf16_scratch_get(&bf16_tls.a, (size_t)nmt * nkb * TILE_BF16 *
-                                                     sizeof(uint16_t));
+    uint16_t *Ap = bf16_scratch_get(
+        &bf16_tls.a, (size_t)nmt * nkb * CLEF_AMX_TILE_BF16 * sizeof(uint16_t));
     uint32_t *Bp = bf16_scratch_get(
         &bf16_tls.b, (size_t)np * KPp * CLEF_BF16_PANEL * sizeof(uint32_t));
     if (!Ap || !Bp) { // no packing scratch: the reference, same contract
@@ -194,7 +150,7 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
         tiles_configure();
 #pragma omp for schedule(static)
         for (int mt = 0; mt < nmt; mt++)
-            pack_a_tiles(ta, M, K, A, lda, Ap, nkb, mt, mt + 1);
+            amx_pack_a_tiles(ta, M, K, A, lda, Ap, nkb, mt, mt + 1);
 #pragma omp for schedule(static)
         for (int ch = 0; ch < nchunks; ch++) {
             const int p0 = ch * CHUNK, p1 = p0 + CHUNK < np ? p0 + CHUNK : np;
@@ -206,7 +162,7 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                     const int m0 = 16 * mt;
                     const int mv = M - m0 < 32 ? M - m0 : 32;
                     const uint16_t *a0 =
-                        Ap + ((size_t)mt * nkb + kb0) * TILE_BF16;
+                        Ap + ((size_t)mt * nkb + kb0) * CLEF_AMX_TILE_BF16;
                     for (int p = p0; p < p1; p++) {
                         const uint32_t *bp =
                             Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
@@ -220,9 +176,9 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                                               ? C + (size_t)(m0 + 32) * ldc +
                                                     p0 * CLEF_BF16_PANEL
                                               : NULL;
-                        block(a0, a0 + (size_t)nkb * TILE_BF16, 64, TILE_BF16,
-                              bp, kb0, kb1, c, ldc, mv, nv, load,
-                              load ? nx : NULL);
+                        block(a0, a0 + (size_t)nkb * CLEF_AMX_TILE_BF16, 64,
+                              CLEF_AMX_TILE_BF16, bp, kb0, kb1, c, ldc, mv, nv,
+                              load, load ? nx : NULL);
                     }
                 }
             }
