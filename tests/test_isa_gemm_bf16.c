@@ -17,6 +17,10 @@
 //   - 1, 2 and 3 threads give bitwise the same C
 //   - cvt_f32_bf16: bitwise the scalar reference on every length 1..100,
 //     special values included
+// The AMX kernels also run on emulated tiles (tests/util_amx_emu.c) on any
+// CPU with AVX-512, AMX or not: the same remainders, large shapes and
+// thread counts, so their blocking, packing and edge handling are checked
+// everywhere; only the tile instructions themselves need an AMX CPU.
 // A kernel this CPU cannot run is skipped with the reason, never passed.
 #include <criterion/criterion.h>
 #include <math.h>
@@ -25,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx_emu.h"
+#include "cpu/cpu.h"
 #include "isa_common.h"
 
 typedef enum { NT, NN, TN } layout;
@@ -131,9 +137,8 @@ static bool gemm_case(const char *be, clef_gemm_bf16_fn fn, layout l, int M,
               "%s %s M=%d N=%d K=%d accumulate=%d", be, lname[l], M, N, K,     \
               acc)
 
-static void remainders(const char *be, layout l)
+static void remainders_of(const char *be, clef_gemm_bf16_fn fn, layout l)
 {
-    clef_gemm_bf16_fn fn = gemm_of(own_or_skip(be, l), l);
     static const int mn[] = {1, 2, 11, 12, 13, 15, 16, 17, 31, 32, 33};
     static const int ks[] = {1, 2, 3, 31, 32, 33, 63, 64, 65};
     const int step = strcmp(be, "onednn") == 0 ? 3 : 1; // primitives: slow
@@ -144,9 +149,8 @@ static void remainders(const char *be, layout l)
                 CASE(mn[a], mn[b], ks[k], (a + b + k) & 1);
 }
 
-static void large(const char *be, layout l)
+static void large_of(const char *be, clef_gemm_bf16_fn fn, layout l)
 {
-    clef_gemm_bf16_fn fn = gemm_of(own_or_skip(be, l), l);
     uint64_t rng = 0xbf1700u + l;
     CASE(67, 45, 1100, 1);  // K across a 1024-deep block, remainders
     CASE(40, 70, 2100, 0);  // two blocks and a partial one
@@ -154,6 +158,33 @@ static void large(const char *be, layout l)
     CASE(300, 33, 65, 0);   // tall
     CASE(1, 300, 700, 1);   // one row against a wide weight
     CASE(300, 1, 700, 0);   // one column
+}
+
+static void remainders(const char *be, layout l)
+{
+    remainders_of(be, gemm_of(own_or_skip(be, l), l), l);
+}
+
+static void large(const char *be, layout l)
+{
+    large_of(be, gemm_of(own_or_skip(be, l), l), l);
+}
+
+// The AMX kernels on emulated tiles, or skip.
+static clef_gemm_bf16_fn amx_emulated_or_skip(layout l)
+{
+#if defined(__x86_64__)
+    const clef_cpu *cpu = clef_cpu_get();
+    if (!cpu->avx512f || !cpu->avx512bw || !cpu->avx512vl || !cpu->avx512dq)
+        cr_skip_test("cpu lacks AVX-512 F/BW/DQ/VL: the AMX packs cannot run");
+    return l == NT   ? clef_bf16_gemm_nt_32x32__amxemu
+           : l == NN ? clef_bf16_gemm_nn_32x32__amxemu
+                     : clef_bf16_gemm_tn_32x32__amxemu;
+#else
+    (void)l;
+    cr_skip_test("not x86-64: no AMX kernels to emulate");
+    return NULL;
+#endif
 }
 
 Test(isa_gemm_bf16, amx_nt)
@@ -179,6 +210,30 @@ Test(isa_gemm_bf16, amx_large_nn)
 Test(isa_gemm_bf16, amx_large_tn)
 {
     large("amx", TN);
+}
+Test(isa_gemm_bf16, amx_emulated_nt)
+{
+    remainders_of("amx (emulated tiles)", amx_emulated_or_skip(NT), NT);
+}
+Test(isa_gemm_bf16, amx_emulated_nn)
+{
+    remainders_of("amx (emulated tiles)", amx_emulated_or_skip(NN), NN);
+}
+Test(isa_gemm_bf16, amx_emulated_tn)
+{
+    remainders_of("amx (emulated tiles)", amx_emulated_or_skip(TN), TN);
+}
+Test(isa_gemm_bf16, amx_emulated_large_nt)
+{
+    large_of("amx (emulated tiles)", amx_emulated_or_skip(NT), NT);
+}
+Test(isa_gemm_bf16, amx_emulated_large_nn)
+{
+    large_of("amx (emulated tiles)", amx_emulated_or_skip(NN), NN);
+}
+Test(isa_gemm_bf16, amx_emulated_large_tn)
+{
+    large_of("amx (emulated tiles)", amx_emulated_or_skip(TN), TN);
 }
 Test(isa_gemm_bf16, avx512_bf16_nt)
 {
@@ -269,7 +324,7 @@ Test(isa_gemm_bf16, onednn_tn)
 
 // 1, 2 and 3 threads: bitwise the same C (threads split column chunks and
 // the packing of A, never K).
-static void threads_bitwise(const char *be)
+static void threads_bitwise_of(const char *be, const clef_gemm_bf16_fn fns[3])
 {
     const int M = 100, N = 700, K = 1100;
     uint64_t rng = 0x7b16u;
@@ -281,7 +336,7 @@ static void threads_bitwise(const char *be)
     fill_bf16(B, (size_t)N * K, &rng);
     int saved = omp_get_max_threads();
     for (int l = NT; l <= TN; l++) {
-        clef_gemm_bf16_fn fn = gemm_of(own_or_skip(be, (layout)l), (layout)l);
+        clef_gemm_bf16_fn fn = fns[l];
         int lda = l == TN ? M : K, ldb = l == NT ? K : N;
         omp_set_num_threads(1);
         fn(M, N, K, A, lda, B, ldb, C1, N, 0);
@@ -297,6 +352,21 @@ static void threads_bitwise(const char *be)
     free(A), free(B), free(C1), free(Ct);
 }
 
+static void threads_bitwise(const char *be)
+{
+    clef_gemm_bf16_fn fns[3];
+    for (int l = NT; l <= TN; l++)
+        fns[l] = gemm_of(own_or_skip(be, (layout)l), (layout)l);
+    threads_bitwise_of(be, fns);
+}
+
+Test(isa_gemm_bf16, amx_emulated_threads_bitwise)
+{
+    clef_gemm_bf16_fn fns[3];
+    for (int l = NT; l <= TN; l++)
+        fns[l] = amx_emulated_or_skip((layout)l);
+    threads_bitwise_of("amx (emulated tiles)", fns);
+}
 Test(isa_gemm_bf16, amx_threads_bitwise)
 {
     threads_bitwise("amx");

@@ -28,6 +28,9 @@
 // in float (round to nearest even) and treats denormal inputs and outputs
 // as zero.
 #include <immintrin.h>
+#ifdef CLEF_AMX_EMULATE // tests only: the tile instructions in C
+#include "tile_emu.h"
+#endif
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
