@@ -322,9 +322,11 @@ Test(isa_gemm_bf16, onednn_tn)
     remainders("onednn", TN);
 }
 
-// 1, 2 and 3 threads: bitwise the same C (threads split column chunks and
-// the packing of A, never K).
-static void threads_bitwise_of(const char *be, const clef_gemm_bf16_fn fns[3])
+// 1, 2 and 3 threads (the AMX kernels on emulated tiles also 6 and 12,
+// whose column chunks at N = 700 are 8, 8, 4, 3 and 1 panels wide): bitwise
+// the same C (threads split column chunks and the packing of A, never K).
+static void threads_bitwise_of(const char *be, const clef_gemm_bf16_fn fns[3],
+                               int tmax)
 {
     const int M = 100, N = 700, K = 1100;
     uint64_t rng = 0x7b16u;
@@ -340,7 +342,7 @@ static void threads_bitwise_of(const char *be, const clef_gemm_bf16_fn fns[3])
         int lda = l == TN ? M : K, ldb = l == NT ? K : N;
         omp_set_num_threads(1);
         fn(M, N, K, A, lda, B, ldb, C1, N, 0);
-        for (int t = 2; t <= 3; t++) {
+        for (int t = 2; t <= tmax; t = t < 3 ? t + 1 : 2 * t) {
             omp_set_num_threads(t);
             clef_test_fill_const(Ct, (size_t)M * N, NAN);
             fn(M, N, K, A, lda, B, ldb, Ct, N, 0);
@@ -357,7 +359,7 @@ static void threads_bitwise(const char *be)
     clef_gemm_bf16_fn fns[3];
     for (int l = NT; l <= TN; l++)
         fns[l] = gemm_of(own_or_skip(be, (layout)l), (layout)l);
-    threads_bitwise_of(be, fns);
+    threads_bitwise_of(be, fns, 3);
 }
 
 Test(isa_gemm_bf16, amx_emulated_threads_bitwise)
@@ -365,7 +367,7 @@ Test(isa_gemm_bf16, amx_emulated_threads_bitwise)
     clef_gemm_bf16_fn fns[3];
     for (int l = NT; l <= TN; l++)
         fns[l] = amx_emulated_or_skip((layout)l);
-    threads_bitwise_of("amx (emulated tiles)", fns);
+    threads_bitwise_of("amx (emulated tiles)", fns, 12); // 2, 3, 6, 12
 }
 Test(isa_gemm_bf16, amx_threads_bitwise)
 {

@@ -20,9 +20,9 @@
 //
 // Blocking: K in blocks of KCB × 32 values (C tiles loaded and stored once
 // per block; the next block's C lines are prefetched while this one runs);
-// column chunks of 8 panels (4 where 8 would leave a thread without one)
-// run in parallel, each packing its own B panels; within a chunk, per K
-// block and 32-row block of A, every panel: the A block's tiles are read
+// column chunks of 8 panels (4, or fewer, where 8 would leave a thread
+// without one) run in parallel, each packing its own B panels; within a chunk,
+// per K block and 32-row block of A, every panel: the A block's tiles are read
 // from L2 once per panel of the chunk instead of streaming all of A from
 // memory once per panel (docs/PERF-NOTES.md, an Intel Xeon on 1 thread:
 // 344 GFLOP/s before, 388 with chunks of 4, 416 with chunks of 8). The
@@ -42,8 +42,8 @@
 #include "backends/x86/amx_pack.h"
 
 #define KCB 32       // blocks of 32 k per K block (1024 values of k)
-#define CHUNK 4      // panels per column chunk
-#define CHUNK_WIDE 8 // where every thread still gets a chunk of 8
+#define CHUNK_WIDE 8 // panels per column chunk, where every thread gets one
+#define CHUNK 4      // else 4, else fewer: a chunk for every thread
 #define SERIAL_FLOPS 4194304.0
 
 typedef struct tilecfg {
@@ -149,7 +149,10 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
         return;
     }
     const int team = omp_in_parallel() ? 1 : omp_get_max_threads();
-    const int chunk = np >= CHUNK_WIDE * team ? CHUNK_WIDE : CHUNK;
+    const int chunk = np >= CHUNK_WIDE * team ? CHUNK_WIDE
+                      : np >= CHUNK * team    ? CHUNK
+                      : np >= team            ? np / team
+                                              : 1;
     const int nchunks = (np + chunk - 1) / chunk;
     const int par = nchunks > 1 && 2.0 * M * N * K >= SERIAL_FLOPS && team > 1;
 #pragma omp parallel if (par)
