@@ -148,13 +148,16 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
         fallback(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
-    const int team = omp_in_parallel() ? 1 : omp_get_max_threads();
+    // the team a parallel region would have (1: the product runs serially)
+    const int team = 2.0 * M * N * K >= SERIAL_FLOPS && !omp_in_parallel()
+                         ? omp_get_max_threads()
+                         : 1;
     const int chunk = np >= CHUNK_WIDE * team ? CHUNK_WIDE
                       : np >= CHUNK * team    ? CHUNK
                       : np >= team            ? np / team
                                               : 1;
     const int nchunks = (np + chunk - 1) / chunk;
-    const int par = nchunks > 1 && 2.0 * M * N * K >= SERIAL_FLOPS && team > 1;
+    const int par = nchunks > 1 && team > 1;
 #pragma omp parallel if (par)
     {
         tiles_configure();
