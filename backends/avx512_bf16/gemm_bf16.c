@@ -48,16 +48,7 @@ static void pack_a_rows(int trans, int M, int K, const uint16_t *A, int lda,
     for (int kp0 = 0; kp0 < KPp; kp0 += 16) {
         const int nkp = KPp - kp0 < 16 ? KPp - kp0 : 16;
         __m512i v[16];
-        for (int i = 0; i < 16; i++) {
-            const int k = 2 * (kp0 + i);
-            v[i] = i < nkp
-                       ? bf16_pair16(A + (size_t)k * lda + m0,
-                                     k + 1 < K ? A + (size_t)(k + 1) * lda + m0
-                                               : NULL,
-                                     mr)
-                       : _mm512_setzero_si512();
-        }
-        bf16_transpose16(v); // v[r]: pairs kp0.. of row m0 + r
+        bf16_pairs_t16(A, lda, K, kp0, m0, mr, v); // v[r]: row m0 + r
         const __mmask16 keep = bf16_mask16(nkp);
         for (int r = 0; r < mr; r++)
             _mm512_mask_storeu_epi32(Ap + (size_t)(m0 + r) * KPp + kp0, keep,

@@ -43,19 +43,13 @@ static inline void amx_pack_a_tiles(int trans, int M, int K, const uint16_t *A,
     for (int mt = mt0; mt < mt1; mt++) {
         const int mb = 16 * mt, valid = M - mb;
         uint16_t *t = Ap + (size_t)mt * nkb * CLEF_AMX_TILE_BF16;
+        if (valid <= 0) { // a padding row block: zeros, A not read
+            memset(t, 0, sizeof *t * nkb * CLEF_AMX_TILE_BF16);
+            continue;
+        }
         for (int kb = 0; kb < nkb; kb++, t += CLEF_AMX_TILE_BF16) {
-            __m512i v[16];
-            for (int i = 0; i < 16; i++) {
-                const int k = 2 * (16 * kb + i);
-                v[i] =
-                    k < K && valid > 0
-                        ? bf16_pair16(A + (size_t)k * lda + mb,
-                                      k + 1 < K ? A + (size_t)(k + 1) * lda + mb
-                                                : NULL,
-                                      valid)
-                        : _mm512_setzero_si512();
-            }
-            bf16_transpose16(v); // v[r]: the tile's row r
+            __m512i v[16]; // the tile's rows
+            bf16_pairs_t16(A, lda, K, 16 * kb, mb, valid, v);
             for (int r = 0; r < 16; r++)
                 _mm512_store_si512(t + 32 * r, v[r]);
         }

@@ -73,6 +73,24 @@ bf16_transpose16(__m512i r[16])
     }
 }
 
+// Pairs kp0 .. kp0 + 15 of rows of A (K,M) (Aᵀ operands), columns m0 ..
+// m0 + 15 (valid of them, the rest zero), as 16 rows: v[r] holds the 16
+// dwords (A[2kp][m0 + r], A[2kp+1][m0 + r]), zeros for pairs past K.
+static inline __attribute__((always_inline)) void
+bf16_pairs_t16(const uint16_t *A, int lda, int K, int kp0, int m0, int valid,
+               __m512i v[16])
+{
+    for (int i = 0; i < 16; i++) {
+        const int k = 2 * (kp0 + i);
+        v[i] = k < K ? bf16_pair16(A + (size_t)k * lda + m0,
+                                   k + 1 < K ? A + (size_t)(k + 1) * lda + m0
+                                             : NULL,
+                                   valid)
+                     : _mm512_setzero_si512();
+    }
+    bf16_transpose16(v);
+}
+
 // Columns [nb, nb + 16) of panels of B (N,K) (nt): rows nb.. of B, 16
 // dwords (32 values of k) each, as 16×16 blocks of dwords transposed (row kp
 // of the panel); dh: the panel's half at pair 0.
