@@ -14,6 +14,20 @@
 #include "backends/scalar/scalar.h"
 #include "util.h"
 
+#if defined(__x86_64__)
+#include "cpu/cpu.h"
+
+// Skip the test unless this CPU runs the x86 bf16 packs
+// (backends/x86/bf16_pack.h, amx_pack.h: AVX-512 F/BW/DQ/VL), which the AMX
+// packs' layout tests and the AMX kernels on emulated tiles call directly.
+static inline void avx512_packs_or_skip(void)
+{
+    const clef_cpu *cpu = clef_cpu_get();
+    if (!cpu->avx512f || !cpu->avx512bw || !cpu->avx512vl || !cpu->avx512dq)
+        cr_skip_test("cpu lacks AVX-512 F/BW/DQ/VL: the packs cannot run");
+}
+#endif
+
 // The table of ISA backend `isa`, or skip the test with the reason.
 static inline const clef_kernels *isa_table_or_skip(const char *isa)
 {
@@ -53,9 +67,9 @@ static inline bool isa_same(const char *what, const float *got,
 
 // Lengths every row/elementwise family runs over: every vector remainder
 // of both ISAs (1..33) plus larger rows.
-static const int isa_lengths[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
-                                  13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
-                                  25, 26, 27, 28, 29, 30, 31, 32, 33, 64, 100, 1000};
+static const int isa_lengths[] = {
+    1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17,  18,
+    19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 64, 100, 1000};
 #define ISA_NLENGTHS ((int)(sizeof isa_lengths / sizeof isa_lengths[0]))
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #if defined(__x86_64__)
-#include "cpu/cpu.h"
+#include "isa_common.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
@@ -78,9 +78,7 @@ static long pack_case(int trans, int N, int K, int KPp)
 
 Test(bf16_pack, b_panels_as_laid_out)
 {
-    const clef_cpu *cpu = clef_cpu_get();
-    if (!cpu->avx512f || !cpu->avx512bw || !cpu->avx512vl || !cpu->avx512dq)
-        cr_skip_test("cpu lacks AVX-512 F/BW/DQ/VL: the packs cannot run");
+    avx512_packs_or_skip();
     static const int ns[] = {1, 15, 16, 17, 31, 32, 33, 100};
     static const int ks[] = {1, 2, 3, 31, 32, 33, 34, 65, 100};
     for (int trans = 0; trans < 2; trans++)
@@ -139,9 +137,7 @@ static long a_tiles_case(int trans, int M, int K)
 
 Test(bf16_pack, amx_a_tiles_as_laid_out)
 {
-    const clef_cpu *cpu = clef_cpu_get();
-    if (!cpu->avx512f || !cpu->avx512bw || !cpu->avx512vl || !cpu->avx512dq)
-        cr_skip_test("cpu lacks AVX-512 F/BW/DQ/VL: the packs cannot run");
+    avx512_packs_or_skip();
     static const int ms[] = {1, 15, 16, 17, 31, 32, 33, 47, 64, 100};
     static const int ks[] = {1, 2, 3, 31, 32, 33, 63, 64, 65, 100};
     for (int trans = 0; trans < 2; trans++)

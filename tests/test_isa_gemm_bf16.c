@@ -30,7 +30,6 @@
 #include <string.h>
 
 #include "amx_emu.h"
-#include "cpu/cpu.h"
 #include "isa_common.h"
 
 typedef enum { NT, NN, TN } layout;
@@ -174,9 +173,7 @@ static void large(const char *be, layout l)
 static clef_gemm_bf16_fn amx_emulated_or_skip(layout l)
 {
 #if defined(__x86_64__)
-    const clef_cpu *cpu = clef_cpu_get();
-    if (!cpu->avx512f || !cpu->avx512bw || !cpu->avx512vl || !cpu->avx512dq)
-        cr_skip_test("cpu lacks AVX-512 F/BW/DQ/VL: the AMX packs cannot run");
+    avx512_packs_or_skip();
     return l == NT   ? clef_bf16_gemm_nt_32x32__amxemu
            : l == NN ? clef_bf16_gemm_nn_32x32__amxemu
                      : clef_bf16_gemm_tn_32x32__amxemu;
