@@ -157,6 +157,8 @@ static void large_of(const char *be, clef_gemm_bf16_fn fn, layout l)
     CASE(300, 33, 65, 0);   // tall
     CASE(1, 300, 700, 1);   // one row against a wide weight
     CASE(300, 1, 700, 0);   // one column
+    CASE(77, 300, 1024, 1); // K whole steps: amx reads whole row blocks of
+    CASE(64, 40, 2048, 0);  // A (M,K) in place, packs a partial one
 }
 
 static void remainders(const char *be, layout l)
@@ -325,16 +327,19 @@ Test(isa_gemm_bf16, onednn_tn)
 static void threads_bitwise_of(const char *be, const clef_gemm_bf16_fn fns[3],
                                int tmax)
 {
-    const int M = 100, N = 700, K = 1100;
+    const int M = 100, N = 700, Kmax = 1100;
     uint64_t rng = 0x7b16u;
-    uint16_t *A = malloc((size_t)M * K * 2), *B = malloc((size_t)N * K * 2);
+    uint16_t *A = malloc((size_t)M * Kmax * 2);
+    uint16_t *B = malloc((size_t)N * Kmax * 2);
     float *C1 = clef_test_falloc((size_t)M * N);
     float *Ct = clef_test_falloc((size_t)M * N);
     cr_assert(A && B);
-    fill_bf16(A, (size_t)M * K, &rng);
-    fill_bf16(B, (size_t)N * K, &rng);
+    fill_bf16(A, (size_t)M * Kmax, &rng);
+    fill_bf16(B, (size_t)N * Kmax, &rng);
     int saved = omp_get_max_threads();
-    for (int l = NT; l <= TN; l++) {
+    // K 1100: every operand packed; 1024: amx reads A (M,K) in place
+    for (int q = 0; q < 6; q++) {
+        const int l = q % 3, K = q < 3 ? Kmax : 1024;
         clef_gemm_bf16_fn fn = fns[l];
         int lda = l == TN ? M : K, ldb = l == NT ? K : N;
         omp_set_num_threads(1);
@@ -344,7 +349,8 @@ static void threads_bitwise_of(const char *be, const clef_gemm_bf16_fn fns[3],
             clef_test_fill_const(Ct, (size_t)M * N, NAN);
             fn(M, N, K, A, lda, B, ldb, Ct, N, 0);
             cr_assert(memcmp(C1, Ct, sizeof(float) * M * N) == 0,
-                      "%s %s: %d threads differ from 1", be, lname[l], t);
+                      "%s %s K=%d: %d threads differ from 1", be, lname[l], K,
+                      t);
         }
     }
     omp_set_num_threads(saved);
