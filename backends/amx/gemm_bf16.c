@@ -185,10 +185,10 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                     const int inplace = mt < mt_pack;
                     // the block's first A tile, the second 16 rows below,
                     // rows as bytes apart, k blocks astep values apart
-                    const uint16_t *a0 =
-                        inplace
-                            ? A + (size_t)m0 * lda + 32 * kb0
-                            : Ap + ((size_t)mt * nkb + kb0) * CLEF_AMX_TILE_BF16;
+                    const uint16_t *a0 = inplace
+                                             ? A + (size_t)m0 * lda + 32 * kb0
+                                             : Ap + ((size_t)mt * nkb + kb0) *
+                                                        CLEF_AMX_TILE_BF16;
                     const uint16_t *a1 =
                         inplace ? a0 + (size_t)16 * lda
                                 : a0 + (size_t)nkb * CLEF_AMX_TILE_BF16;
@@ -207,8 +207,8 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                                               ? C + (size_t)(m0 + 32) * ldc +
                                                     p0 * CLEF_BF16_PANEL
                                               : NULL;
-                        block(a0, a1, as, astep, bp, kb0, kb1, c, ldc, mv,
-                              nv, load, load ? nx : NULL);
+                        block(a0, a1, as, astep, bp, kb0, kb1, c, ldc, mv, nv,
+                              load, load ? nx : NULL);
                     }
                 }
             }
