@@ -180,35 +180,11 @@ static void mm16(const clef_kernels *k, int form, int M, int N, int K,
     b16(M, N, K, a, la, b, lb, C, ldc, acc);
 }
 
-// The table's bf16 GEMM of this form on float operands (kernels.h
-// clef_bf16_f32ops), or NULL: only where its twin is the table's own kernel
-// of the form, so the bits are those of the path it replaces.
-static clef_gemm_fn f32ops_of(const clef_kernels *k, int form)
-{
-    const clef_bf16_f32ops *f = k->f32ops;
-    if (!f)
-        return NULL;
-    if (form == NT)
-        return f->twin_nt == k->gemm_bf16_nt ? f->nt : NULL;
-    if (form == NN)
-        return f->twin_nn == k->gemm_bf16_nn ? f->nn : NULL;
-    return f->twin_tn == k->gemm_bf16_tn ? f->tn : NULL;
-}
-
-// The bf16 form (k->mm set): the float operands straight to a kernel that
-// rounds them as it packs them; else operands as bf16 (the parameters'
-// mirror, or a rounded copy), then mm16. A weight's float master rounds to
-// its mirror's values (the mirror is current whenever a product runs), so
-// both paths give the same bits.
+// The bf16 form (k->mm set): operands as bf16, then mm16.
 static void mm(const clef_kernels *k, int form, int M, int N, int K,
                const float *A, int lda, const float *B, int ldb, float *C,
                int ldc, int acc)
 {
-    const clef_gemm_fn f32ops = f32ops_of(k, form);
-    if (f32ops && 2.0 * M * N * K >= CLEF_MM_BF16_SMALL_FLOPS) {
-        f32ops(M, N, K, A, lda, B, ldb, C, ldc, acc);
-        return;
-    }
     const int ar = form == TN ? K : M, ac = form == TN ? M : K;
     const int br = form == NT ? N : K, bc = form == NT ? K : N;
     int la, lb;

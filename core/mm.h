@@ -6,12 +6,7 @@
 // nearest even) and the table's gemm_bf16_* kernels, which accumulate and
 // write float32. The parameters are read from a bf16 mirror of hd->params
 // made once per update (clef_mm_refresh); any other operand (activations,
-// gradients, x̂) is converted at the call into per-thread scratch. Where
-// the table's bf16 kernels have float-operand twins (kernels.h
-// clef_bf16_f32ops: amx, avx512_bf16), products above
-// CLEF_MM_BF16_SMALL_FLOPS pass both float operands, the parameters' float
-// masters included, straight to them, and the kernels round as they pack:
-// the same bits, without the rounded copies. Every
+// gradients, x̂) is converted at the call into per-thread scratch. Every
 // other op (LayerNorm, softmax, GELU, the attention kernels, the loss,
 // AdamW on the float32 master weights) stays float32.
 #ifndef CLEF_MM_H

@@ -148,10 +148,6 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
             const clef_backend *bb = clef_backend_find(best->backend);
             k.prepack = bb && bb->table ? bb->table->prepack : NULL;
         }
-        if (op == CLEF_OP_gemm_bf16_nt) { // its float-operand twins
-            const clef_backend *bb = clef_backend_find(best->backend);
-            k.f32ops = bb && bb->table ? bb->table->f32ops : NULL;
-        }
     }
     if (clef_verbose()) {
         fprintf(stderr, "clef: dispatch (%s, max isa %s):\n", k.backend,
@@ -161,8 +157,6 @@ int clef_dispatch_build(clef_kernels *out, int max_isa,
                     k.names[op]);
         fprintf(stderr, "clef:   %-17s %s\n", "gemm_prepack",
                 k.prepack ? k.prepack->name : "none");
-        fprintf(stderr, "clef:   %-17s %s\n", "gemm_bf16_f32ops",
-                k.f32ops ? k.f32ops->name : "none");
     }
     *out = k;
     return 0;

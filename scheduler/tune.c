@@ -673,8 +673,6 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
                         ch[c].backend->name,
                         ch[c].backend->table->names[op], ch[c].why);
         }
-        if (op == CLEF_OP_gemm_bf16_nt) // its float-operand twins, if one
-            out->f32ops = mixed ? NULL : ch[0].backend->table->f32ops;
         if (!mixed) {
             clef_kernels_set(out, (clef_op)op, s->fn[op][0]);
             out->names[op] = ch[0].backend->table->names[op];
@@ -689,14 +687,9 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
     // Pre-packed operands: the best hand-written backend's (CLEF_MAX_ISA
     // caps it), whatever each GEMM's per-class choice.
     out->prepack = clef_best_handwritten()->table->prepack;
-    if (verbose) {
+    if (verbose)
         fprintf(stderr, "clef: auto: %-16s %-6s -> %s\n", "gemm_prepack", "all",
                 out->prepack ? out->prepack->name : "none (plain GEMMs)");
-        fprintf(stderr, "clef: auto: %-16s %-6s -> %s\n", "gemm_bf16_f32ops",
-                "all",
-                out->f32ops ? out->f32ops->name
-                            : "none (bf16 operands rounded first)");
-    }
     // Publish before anyone can call a trampoline of out. The selections
     // replaced stay linked from the newest (reachable, not leaked; nothing
     // but this chain reads `older`).
@@ -730,7 +723,6 @@ static void auto_resolve(void)
         clef_auto_table.names[op] = k.names[op];
     }
     clef_auto_table.prepack = k.prepack;
-    clef_auto_table.f32ops = k.f32ops;
 }
 
 const char *clef_auto_unavailable(void)

@@ -5,12 +5,6 @@
 //       operands rounded by its cvt_f32_bf16, over strided and odd shapes,
 //       with the parameter operand read from the mirror: changed parameters
 //       are seen after clef_mm_refresh, and not before.
-//   f32ops_products_*: the same through tables whose bf16 kernels have
-//       float-operand twins (kernels.h clef_bf16_f32ops; avx512_bf16, amx,
-//       amx on emulated tiles), which the products above the small-product
-//       threshold take (asserted): still the bf16 kernel's bits on rounded
-//       operands. f32ops_updates_*: three bf16 updates through such a
-//       table leave bitwise the parameters of the same table without them.
 //   fp32_table_is_untouched: without a bf16 context the products are the
 //       fp32 GEMMs' bits.
 //   update_bits_do_not_depend_on_threads: bf16 updates on the auto table
@@ -31,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "amx_emu.h"
 #include "head.h"
 #include "isa_common.h"
 #include "mm.h"
@@ -105,19 +98,6 @@ static void mm_form(const clef_kernels *kb, int form, int M, int N, int K,
         clef_mm_tn(kb, M, N, K, A, lda, B, ldb, C, N, 1);
 }
 
-// 1 when clef_mm_* runs this product on the table's f32ops (core/mm.c:
-// the twin of the form is the table's own bf16 kernel, and the product is
-// not small).
-static int f32ops_taken(const clef_kernels *k, int form, int M, int N, int K)
-{
-    const clef_bf16_f32ops *f = k->f32ops;
-    if (!f || 2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS)
-        return 0;
-    return form == 0   ? f->twin_nt == k->gemm_bf16_nt
-           : form == 1 ? f->twin_nn == k->gemm_bf16_nn
-                       : f->twin_tn == k->gemm_bf16_tn;
-}
-
 // One shape (M, N, K) of every form, two passes (the second after the
 // parameters changed and the mirror was refreshed).
 static void products_case(const clef_kernels *k, int M, int N, int K)
@@ -150,8 +130,8 @@ static void products_case(const clef_kernels *k, int M, int N, int K)
             expected_product(k, form, M, N, K, a, ac, ar, b, bc, br, want);
             mm_form(&kb, form, M, N, K, A, lda, params, ldb, got);
             cr_expect_eq(memcmp(got, want, sizeof(float) * M * N), 0,
-                         "%dx%dx%d form %d pass %d: not the %s's bits", M, N, K,
-                         form, pass,
+                         "%dx%dx%d form %d pass %d: not the %s's bits", M, N,
+                         K, form, pass,
                          2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS
                              ? "fp32 kernel on the rounded operands"
                              : "bf16 kernel");
@@ -163,12 +143,8 @@ static void products_case(const clef_kernels *k, int M, int N, int K)
             for (int i = 0; i < M * N; i++)
                 got[i] = 0.5f;
             mm_form(&kb, form, M, N, K, A, lda, params, ldb, got);
-            // (a table's f32ops read the float parameters themselves: they
-            // see new values at once, as fp32 products do)
-            if (!f32ops_taken(&kb, form, M, N, K))
-                cr_expect_eq(memcmp(got, stale, sizeof(float) * M * N), 0,
-                             "form %d: the mirror changed without a refresh",
-                             form);
+            cr_expect_eq(memcmp(got, stale, sizeof(float) * M * N), 0,
+                         "form %d: the mirror changed without a refresh", form);
             clef_mm_refresh(&kb);
         }
     }
@@ -203,8 +179,7 @@ Test(precision, small_products_round_activations_as_cvt)
     enum { M = 64 };
     float A[M], one = 1.0f, got[M], want[M];
     for (int i = 0; i < M; i++) {
-        const uint32_t u = bits[i % (sizeof bits / sizeof bits[0])] ^
-                           (i >= 32 ? 0x80000000u : 0);
+        const uint32_t u = bits[i % (sizeof bits / sizeof bits[0])] ^ (i >= 32 ? 0x80000000u : 0);
         memcpy(&A[i], &u, sizeof u);
     }
     struct clef_mm mm;
@@ -220,8 +195,7 @@ Test(precision, small_products_round_activations_as_cvt)
     for (int i = 0; i < M; i++)
         cr_expect(memcmp(&got[i], &want[i], sizeof(float)) == 0,
                   "row %d (%08x): %a, want %a", i,
-                  (unsigned)bits[i % (sizeof bits / sizeof bits[0])], got[i],
-                  want[i]);
+                  (unsigned)bits[i % (sizeof bits / sizeof bits[0])], got[i], want[i]);
     free(a), free(b);
     clef_mm_free(&mm);
 }
@@ -353,97 +327,6 @@ Test(precision, update_bits_do_not_depend_on_threads_auto, .timeout = 60)
 Test(precision, update_bits_do_not_depend_on_threads_scalar, .timeout = 60)
 {
     check_threads("scalar");
-}
-
-// The same through tables with float-operand kernels (kernels.h
-// clef_bf16_f32ops): the products they take are still the bf16 kernel's
-// bits on operands rounded by cvt_f32_bf16, and whole bf16 updates leave
-// bitwise the parameters of the same table without them.
-#if defined(__x86_64__)
-static const clef_bf16_f32ops emu_f32ops = {
-    .name = "amx (emulated tiles)",
-    .nt = clef_bf16_gemm_nt_f32ops_32x32__amxemu,
-    .nn = clef_bf16_gemm_nn_f32ops_32x32__amxemu,
-    .tn = clef_bf16_gemm_tn_f32ops_32x32__amxemu,
-    .twin_nt = clef_bf16_gemm_nt_32x32__amxemu,
-    .twin_nn = clef_bf16_gemm_nn_32x32__amxemu,
-    .twin_tn = clef_bf16_gemm_tn_32x32__amxemu,
-};
-#endif
-
-// The table of backend be with f32ops, into *out: "amx_emulated" is
-// avx512's with the AMX kernels on emulated tiles. Skips where this CPU
-// cannot run it.
-static void f32ops_table(const char *be, clef_kernels *out)
-{
-    if (strcmp(be, "amx_emulated") != 0) {
-        *out = *isa_table_or_skip(be);
-        cr_assert(out->f32ops, "%s has no f32ops", be);
-        return;
-    }
-#if defined(__x86_64__)
-    avx512_packs_or_skip();
-    *out = *isa_table_or_skip("avx512");
-    out->gemm_bf16_nt = emu_f32ops.twin_nt;
-    out->gemm_bf16_nn = emu_f32ops.twin_nn;
-    out->gemm_bf16_tn = emu_f32ops.twin_tn;
-    out->f32ops = &emu_f32ops;
-#else
-    cr_skip_test("not x86-64: no AMX kernels to emulate");
-#endif
-}
-
-static void f32ops_products(const char *be)
-{
-    clef_kernels k;
-    f32ops_table(be, &k);
-    for (int form = 0; form < 3; form++)
-        cr_assert(f32ops_taken(&k, form, 40, 72, 400), "%s form %d", be, form);
-    products_case(&k, 7, 13, 19);
-    products_case(&k, 40, 72, 400);
-    products_case(&k, 65, 97, 1024); // amx: bf16 A whole blocks in place
-}
-
-static void f32ops_updates(const char *be)
-{
-    clef_kernels k, plain;
-    f32ops_table(be, &k);
-    plain = k;
-    plain.f32ops = NULL;
-    const clef_config cfg = {
-        .d = 192, .w = 128, .h = 4, .f = 256, .R = 1, .L = 1};
-    cr_assert(f32ops_taken(&k, 0, 103, cfg.w, cfg.d)); // M = X W_mᵀ
-    run_out a = train(&k, 1, 2, 3, &cfg), b = train(&plain, 1, 2, 3, &cfg);
-    const long diff = clef_test_first_diff(a.w, b.w, a.n);
-    cr_expect(diff < 0,
-              "%s bf16: parameter %ld is %.9g with f32ops, %.9g without", be,
-              diff, diff < 0 ? 0.0 : a.w[diff], diff < 0 ? 0.0 : b.w[diff]);
-    run_free(&a), run_free(&b);
-}
-
-Test(precision, f32ops_products_avx512_bf16)
-{
-    f32ops_products("avx512_bf16");
-}
-Test(precision, f32ops_products_amx)
-{
-    f32ops_products("amx");
-}
-Test(precision, f32ops_products_amx_emulated)
-{
-    f32ops_products("amx_emulated");
-}
-Test(precision, f32ops_updates_avx512_bf16, .timeout = 60)
-{
-    f32ops_updates("avx512_bf16");
-}
-Test(precision, f32ops_updates_amx, .timeout = 60)
-{
-    f32ops_updates("amx");
-}
-Test(precision, f32ops_updates_amx_emulated, .timeout = 120)
-{
-    f32ops_updates("amx_emulated");
 }
 
 // The update's refresh is skipped while the mirror is current, and runs
