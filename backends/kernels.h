@@ -51,7 +51,7 @@
 // twice (docs/PERF-NOTES.md, "bf16 on Zen 5, second pass"). CPUs without
 // bf16 arithmetic run them on the fp32 kernels (backends/gemm_bf16_widen.h).
 #define CLEF_SIG_gemm_bf16                                                     \
-    (int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,       \
+    (int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,      \
      int ldb, float *C, int ldc, int accumulate)
 #define CLEF_ARGS_gemm_bf16 (M, N, K, A, lda, B, ldb, C, ldc, accumulate)
 // y (n) = bf16(x (n)): round to nearest, ties to even, on the bits
@@ -379,21 +379,6 @@ typedef struct clef_gemm_prepack {
     clef_gemm_fn gemm_nt;
 } clef_gemm_prepack;
 
-// bf16 products of float32 operands (issue 20), optional per backend: the
-// backend's gemm_bf16_nt / nn / tn (twin_*) with both operands float32
-// (lda, ldb in floats), each value rounded to bf16 as the kernel packs it,
-// with cvt_f32_bf16's rounding, so that no rounded copy of an activation
-// is written and read again first. Their bits are the twin's on the
-// rounded operands. core/mm.c calls them only through a table whose
-// gemm_bf16_* are these twins (not, say, an auto table whose classes mix
-// backends). Named clef_bf16_gemm_nt_f32ops_32x32__amx; the scalar
-// reference's clef_bf16_gemm_nt_f32ops__scalar.
-typedef struct clef_bf16_f32ops {
-    const char *name;
-    clef_gemm_fn nt, nn, tn;
-    clef_gemm_bf16_fn twin_nt, twin_nn, twin_tn;
-} clef_bf16_f32ops;
-
 // A backend: one function pointer per op plus the name of the kernel behind
 // it (XNNPACK style, e.g. "clef_f32_gemm_nt__scalar"), and its pre-packed
 // GEMM entry points (NULL for a backend without them: the core then runs
@@ -405,7 +390,6 @@ typedef struct clef_kernels {
 #undef CLEF_OP_FIELD
     const char *names[CLEF_OP_COUNT];
     const clef_gemm_prepack *prepack;
-    const clef_bf16_f32ops *f32ops; // NULL: none
     // The head's products in bf16 (core/mm.h) when set: core's context, its
     // own copy of a backend's table. NULL in every backend's table: fp32.
     struct clef_mm *mm;

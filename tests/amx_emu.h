@@ -9,9 +9,6 @@
 clef_gemm_bf16_t clef_bf16_gemm_nt_32x32__amxemu;
 clef_gemm_bf16_t clef_bf16_gemm_nn_32x32__amxemu;
 clef_gemm_bf16_t clef_bf16_gemm_tn_32x32__amxemu;
-clef_gemm_t clef_bf16_gemm_nt_f32ops_32x32__amxemu;
-clef_gemm_t clef_bf16_gemm_nn_f32ops_32x32__amxemu;
-clef_gemm_t clef_bf16_gemm_tn_f32ops_32x32__amxemu;
 #endif
 
 #endif

@@ -15,13 +15,6 @@
     CLEF_BF16_DECL(op, sig, unit, amx, CLEF_AMX_GEMM_TILE)
 CLEF_OPS(CLEF_AMX_DECL)
 
-// The same on float32 operands, rounded as packed (kernels.h
-// clef_bf16_f32ops): clef_amx_f32ops, the table's f32ops.
-clef_gemm_t clef_bf16_gemm_nt_f32ops_32x32__amx;
-clef_gemm_t clef_bf16_gemm_nn_f32ops_32x32__amx;
-clef_gemm_t clef_bf16_gemm_tn_f32ops_32x32__amx;
-extern const clef_bf16_f32ops clef_amx_f32ops;
-
 extern clef_kernels clef_amx_table;
 
 #endif

@@ -128,11 +128,9 @@ static void block(const uint16_t *a0, const uint16_t *a1, size_t as,
             memcpy(C + (size_t)i * ldc, tmp + 32 * i, nv * sizeof(float));
 }
 
-// f32 0: A and B bf16 (gemm_bf16_*, fallback fb16); 1: both float32, rounded
-// as packed (the f32ops entry points, fallback fb32).
-static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda,
-                 const void *B, int ldb, float *C, int ldc, int accumulate,
-                 int f32, clef_gemm_bf16_fn fb16, clef_gemm_fn fb32)
+static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
+                 int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                 int accumulate, clef_gemm_bf16_fn fallback)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -146,19 +144,16 @@ static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda,
     const int nkb = (K + 31) / 32, KPp = 16 * nkb;
     const int np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL;
     const int nmt = 2 * ((M + 31) / 32); // 16-row blocks, an even count
-    // A (M,K) in bf16 whose K is whole 32-value steps: its whole 32-row
-    // blocks are read in place (tiles of 16 rows, stride lda), only the
-    // last, partial one is packed; Aᵀ, float A and other K are packed whole
-    const int mt_pack = !ta && !f32 && K % 32 == 0 ? 2 * (M / 32) : 0;
+    // A (M,K) whose K is whole 32-value steps: its whole 32-row blocks are
+    // read in place (tiles of 16 rows, stride lda), only the last, partial
+    // one is packed; Aᵀ and other K are packed whole
+    const int mt_pack = !ta && K % 32 == 0 ? 2 * (M / 32) : 0;
     uint16_t *Ap = bf16_scratch_get(
         &bf16_tls.a, (size_t)nmt * nkb * CLEF_AMX_TILE_BF16 * sizeof(uint16_t));
     uint32_t *Bp = bf16_scratch_get(
         &bf16_tls.b, (size_t)np * KPp * CLEF_BF16_PANEL * sizeof(uint32_t));
     if (!Ap || !Bp) { // no packing scratch: the reference, same contract
-        if (f32)
-            fb32(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-        else
-            fb16(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        fallback(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
     // the team a parallel region would have (1: the product runs serially)
@@ -176,11 +171,11 @@ static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda,
         tiles_configure();
 #pragma omp for schedule(static)
         for (int mt = mt_pack; mt < nmt; mt++)
-            amx_pack_a_tiles(ta, M, K, A, f32, lda, Ap, nkb, mt, mt + 1);
+            amx_pack_a_tiles(ta, M, K, A, lda, Ap, nkb, mt, mt + 1);
 #pragma omp for schedule(static)
         for (int ch = 0; ch < nchunks; ch++) {
             const int p0 = ch * chunk, p1 = p0 + chunk < np ? p0 + chunk : np;
-            bf16_pack_b(tb, N, K, B, f32, ldb, Bp, KPp, p0, p1);
+            bf16_pack_b(tb, N, K, B, ldb, Bp, KPp, p0, p1);
             for (int kb0 = 0; kb0 < nkb; kb0 += KCB) {
                 const int kb1 = nkb - kb0 < KCB ? nkb : kb0 + KCB;
                 const int load = kb0 > 0 || accumulate;
@@ -190,11 +185,10 @@ static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda,
                     const int inplace = mt < mt_pack;
                     // the block's first A tile, the second 16 rows below,
                     // rows as bytes apart, k blocks astep values apart
-                    const uint16_t *a0 =
-                        inplace
-                            ? (const uint16_t *)A + (size_t)m0 * lda + 32 * kb0
-                            : Ap +
-                                  ((size_t)mt * nkb + kb0) * CLEF_AMX_TILE_BF16;
+                    const uint16_t *a0 = inplace
+                                             ? A + (size_t)m0 * lda + 32 * kb0
+                                             : Ap + ((size_t)mt * nkb + kb0) *
+                                                        CLEF_AMX_TILE_BF16;
                     const uint16_t *a1 =
                         inplace ? a0 + (size_t)16 * lda
                                 : a0 + (size_t)nkb * CLEF_AMX_TILE_BF16;
@@ -227,46 +221,22 @@ void clef_bf16_gemm_nt_32x32__amx(int M, int N, int K, const uint16_t *A,
                                   int lda, const uint16_t *B, int ldb, float *C,
                                   int ldc, int accumulate)
 {
-    gemm(0, 1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0,
-         clef_bf16_gemm_nt__scalar, NULL);
+    gemm(0, 1, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_nt__scalar);
 }
 
 void clef_bf16_gemm_nn_32x32__amx(int M, int N, int K, const uint16_t *A,
                                   int lda, const uint16_t *B, int ldb, float *C,
                                   int ldc, int accumulate)
 {
-    gemm(0, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0,
-         clef_bf16_gemm_nn__scalar, NULL);
+    gemm(0, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_nn__scalar);
 }
 
 void clef_bf16_gemm_tn_32x32__amx(int M, int N, int K, const uint16_t *A,
                                   int lda, const uint16_t *B, int ldb, float *C,
                                   int ldc, int accumulate)
 {
-    gemm(1, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0,
-         clef_bf16_gemm_tn__scalar, NULL);
-}
-
-void clef_bf16_gemm_nt_f32ops_32x32__amx(int M, int N, int K, const float *A,
-                                         int lda, const float *B, int ldb,
-                                         float *C, int ldc, int accumulate)
-{
-    gemm(0, 1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1, NULL,
-         clef_bf16_gemm_nt_f32ops__scalar);
-}
-
-void clef_bf16_gemm_nn_f32ops_32x32__amx(int M, int N, int K, const float *A,
-                                         int lda, const float *B, int ldb,
-                                         float *C, int ldc, int accumulate)
-{
-    gemm(0, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1, NULL,
-         clef_bf16_gemm_nn_f32ops__scalar);
-}
-
-void clef_bf16_gemm_tn_f32ops_32x32__amx(int M, int N, int K, const float *A,
-                                         int lda, const float *B, int ldb,
-                                         float *C, int ldc, int accumulate)
-{
-    gemm(1, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1, NULL,
-         clef_bf16_gemm_tn_f32ops__scalar);
+    gemm(1, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_tn__scalar);
 }

@@ -14,13 +14,6 @@
     CLEF_BF16_DECL(op, sig, unit, avx512bf16, CLEF_AVX512BF16_GEMM_TILE)
 CLEF_OPS(CLEF_AVX512BF16_DECL)
 
-// The same on float32 operands, rounded as packed (kernels.h
-// clef_bf16_f32ops): clef_avx512_bf16_f32ops, the table's f32ops.
-clef_gemm_t clef_bf16_gemm_nt_f32ops_12x32__avx512bf16;
-clef_gemm_t clef_bf16_gemm_nn_f32ops_12x32__avx512bf16;
-clef_gemm_t clef_bf16_gemm_tn_f32ops_12x32__avx512bf16;
-extern const clef_bf16_f32ops clef_avx512_bf16_f32ops;
-
 extern clef_kernels clef_avx512_bf16_table;
 
 #endif

@@ -33,40 +33,22 @@
 // A[m][2kp+1]) of op(A), an odd K's last high half zero. trans 0: A (M,K),
 // row copies; trans 1: A (K,M): rows 2kp and 2kp+1 of A interleaved, 16
 // pairs × 16 columns at a time, the 16×16 dwords transposed into 12 rows.
-static void pack_a_rows(int trans, int M, int K, const void *A, int f32,
-                        int lda, uint32_t *Ap, int KPp, int q)
+static void pack_a_rows(int trans, int M, int K, const uint16_t *A, int lda,
+                        uint32_t *Ap, int KPp, int q)
 {
     const int m0 = MR * q, mr = M - m0 < MR ? M - m0 : MR;
-    if (!trans && !f32) {
+    if (!trans) {
         for (int r = 0; r < mr; r++) {
             uint16_t *d = (uint16_t *)(Ap + (size_t)(m0 + r) * KPp);
-            memcpy(d, (const uint16_t *)A + (size_t)(m0 + r) * lda,
-                   (size_t)K * sizeof *d);
+            memcpy(d, A + (size_t)(m0 + r) * lda, (size_t)K * sizeof *d);
             memset(d + K, 0, (2 * (size_t)KPp - K) * sizeof *d);
-        }
-        return;
-    }
-    if (!trans) { // float rows rounded, 32 values at a time, zeros past K
-        for (int r = 0; r < mr; r++) {
-            uint16_t *d = (uint16_t *)(Ap + (size_t)(m0 + r) * KPp);
-            const size_t s = (size_t)(m0 + r) * lda;
-            for (int k = 0; k < 2 * KPp; k += 32) {
-                const int n = K - k;
-                const __mmask32 mk = n >= 32  ? 0xffffffffu
-                                     : n <= 0 ? 0u
-                                              : (__mmask32)((1u << n) - 1u);
-                const int w = 2 * KPp - k < 32 ? 2 * KPp - k : 32;
-                _mm512_mask_storeu_epi16(
-                    d + k, (__mmask32)(w >= 32 ? 0xffffffffu : (1u << w) - 1u),
-                    bf16_ld32(A, s + k, 1, mk));
-            }
         }
         return;
     }
     for (int kp0 = 0; kp0 < KPp; kp0 += 16) {
         const int nkp = KPp - kp0 < 16 ? KPp - kp0 : 16;
         __m512i v[16];
-        bf16_pairs_t16(A, f32, lda, K, kp0, m0, mr, v); // v[r]: row m0 + r
+        bf16_pairs_t16(A, lda, K, kp0, m0, mr, v); // v[r]: row m0 + r
         const __mmask16 keep = bf16_mask16(nkp);
         for (int r = 0; r < mr; r++)
             _mm512_mask_storeu_epi32(Ap + (size_t)(m0 + r) * KPp + kp0, keep,
@@ -170,11 +152,9 @@ static void chunk_block(int M, int N, const uint32_t *Ap, const uint32_t *Bp,
     }
 }
 
-// f32 0: A and B bf16 (gemm_bf16_*, fallback fb16); 1: both float32, rounded
-// as packed (the f32ops entry points, fallback fb32).
-static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda,
-                 const void *B, int ldb, float *C, int ldc, int accumulate,
-                 int f32, clef_gemm_bf16_fn fb16, clef_gemm_fn fb32)
+static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
+                 int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                 int accumulate, clef_gemm_bf16_fn fallback)
 {
     if (M <= 0 || N <= 0)
         return;
@@ -193,20 +173,17 @@ static void gemm(int ta, int tb, int M, int N, int K, const void *A, int lda,
     uint32_t *Bp = bf16_scratch_get(
         &bf16_tls.b, (size_t)np * KPp * CLEF_BF16_PANEL * sizeof(uint32_t));
     if (!Ap || !Bp) { // no packing scratch: the reference, same contract
-        if (f32)
-            fb32(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-        else
-            fb16(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        fallback(M, N, K, A, lda, B, ldb, C, ldc, accumulate);
         return;
     }
     const int nchunks = (np + CHUNK - 1) / CHUNK;
     const int par = nchunks > 1 && 2.0 * M * N * K >= SERIAL_FLOPS;
     CLEF_PAR_FOR(par, int, q, nblk,
-        pack_a_rows(ta, M, K, A, f32, lda, Ap, KPp, q);
+        pack_a_rows(ta, M, K, A, lda, Ap, KPp, q);
     );
     CLEF_PAR_FOR(par, int, ch, nchunks,
         const int p0 = ch * CHUNK, p1 = p0 + CHUNK < np ? p0 + CHUNK : np;
-        bf16_pack_b(tb, N, K, B, f32, ldb, Bp, KPp, p0, p1);
+        bf16_pack_b(tb, N, K, B, ldb, Bp, KPp, p0, p1);
         for (int k0 = 0; k0 < KPp; k0 += KCP) {
             const int kc = KPp - k0 < KCP ? KPp - k0 : KCP;
             chunk_block(M, N, Ap, Bp, KPp, k0, kc, p0, p1, C, ldc,
@@ -219,52 +196,22 @@ void clef_bf16_gemm_nt_12x32__avx512bf16(int M, int N, int K, const uint16_t *A,
                                          int lda, const uint16_t *B, int ldb,
                                          float *C, int ldc, int accumulate)
 {
-    gemm(0, 1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0,
-         clef_bf16_gemm_nt__scalar, NULL);
+    gemm(0, 1, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_nt__scalar);
 }
 
 void clef_bf16_gemm_nn_12x32__avx512bf16(int M, int N, int K, const uint16_t *A,
                                          int lda, const uint16_t *B, int ldb,
                                          float *C, int ldc, int accumulate)
 {
-    gemm(0, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0,
-         clef_bf16_gemm_nn__scalar, NULL);
+    gemm(0, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_nn__scalar);
 }
 
 void clef_bf16_gemm_tn_12x32__avx512bf16(int M, int N, int K, const uint16_t *A,
                                          int lda, const uint16_t *B, int ldb,
                                          float *C, int ldc, int accumulate)
 {
-    gemm(1, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0,
-         clef_bf16_gemm_tn__scalar, NULL);
-}
-
-void clef_bf16_gemm_nt_f32ops_12x32__avx512bf16(int M, int N, int K,
-                                                const float *A, int lda,
-                                                const float *B, int ldb,
-                                                float *C, int ldc,
-                                                int accumulate)
-{
-    gemm(0, 1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1, NULL,
-         clef_bf16_gemm_nt_f32ops__scalar);
-}
-
-void clef_bf16_gemm_nn_f32ops_12x32__avx512bf16(int M, int N, int K,
-                                                const float *A, int lda,
-                                                const float *B, int ldb,
-                                                float *C, int ldc,
-                                                int accumulate)
-{
-    gemm(0, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1, NULL,
-         clef_bf16_gemm_nn_f32ops__scalar);
-}
-
-void clef_bf16_gemm_tn_f32ops_12x32__avx512bf16(int M, int N, int K,
-                                                const float *A, int lda,
-                                                const float *B, int ldb,
-                                                float *C, int ldc,
-                                                int accumulate)
-{
-    gemm(1, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1, NULL,
-         clef_bf16_gemm_tn_f32ops__scalar);
+    gemm(1, 0, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
+         clef_bf16_gemm_tn__scalar);
 }

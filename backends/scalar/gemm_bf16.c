@@ -16,33 +16,23 @@ static inline double bf(uint16_t h)
     return (double)f;
 }
 
-// Value i of an operand: bf16 bits, or a float32 rounded to bf16 (f32)
-// with clef_cvt_f32_bf16__scalar.
-static inline double val(const void *p, int f32, size_t i)
-{
-    if (!f32)
-        return bf(((const uint16_t *)p)[i]);
-    uint16_t h;
-    clef_cvt_f32_bf16__scalar(1, (const float *)p + i, &h);
-    return bf(h);
-}
-
 static inline void store(float *c, double acc, int accumulate)
 {
     *c = accumulate ? *c + (float)acc : (float)acc;
 }
 
 // A (M,K) ld lda, B (N,K) ld ldb -> C (M,N) ld ldc: C = A·Bᵀ
-static void nt(int M, int N, int K, const void *A, int lda, const void *B,
-               int ldb, float *C, int ldc, int accumulate, int f32)
+void clef_bf16_gemm_nt__scalar(int M, int N, int K, const uint16_t *A, int lda,
+                               const uint16_t *B, int ldb, float *C, int ldc,
+                               int accumulate)
 {
     for (int i = 0; i < M; i++) {
-        const size_t a = (size_t)i * lda; // row i of A (K)
+        const uint16_t *a = A + (size_t)i * lda; // row i of A (K)
         for (int j = 0; j < N; j++) {
-            const size_t b = (size_t)j * ldb; // row j of B (K)
+            const uint16_t *b = B + (size_t)j * ldb; // row j of B (K)
             double acc = 0.0;
             for (int k = 0; k < K; k++)
-                acc += val(A, f32, a + k) * val(B, f32, b + k);
+                acc += bf(a[k]) * bf(b[k]);
             store(&C[(size_t)i * ldc + j], acc, accumulate);
         }
     }
@@ -50,22 +40,23 @@ static void nt(int M, int N, int K, const void *A, int lda, const void *B,
 
 // The nn and tn layouts read B by rows: NB running sums per row of C (each
 // still its own sum in increasing k: the same bits as one dot product).
-// ta 0: A (M,K) ld lda, C = A·B; 1: A (K,M), C = Aᵀ·B. B (K,N) ld ldb.
 #define NB 64
-static void xn(int ta, int M, int N, int K, const void *A, int lda,
-               const void *B, int ldb, float *C, int ldc, int accumulate,
-               int f32)
+
+// A (M,K) ld lda, B (K,N) ld ldb -> C (M,N) ld ldc: C = A·B
+void clef_bf16_gemm_nn__scalar(int M, int N, int K, const uint16_t *A, int lda,
+                               const uint16_t *B, int ldb, float *C, int ldc,
+                               int accumulate)
 {
     for (int i = 0; i < M; i++) {
+        const uint16_t *a = A + (size_t)i * lda;
         for (int j0 = 0; j0 < N; j0 += NB) {
             const int nb = N - j0 < NB ? N - j0 : NB;
             double acc[NB] = {0};
             for (int k = 0; k < K; k++) {
-                const double aik =
-                    val(A, f32, ta ? (size_t)k * lda + i : (size_t)i * lda + k);
-                const size_t b = (size_t)k * ldb + j0;
+                const double ak = bf(a[k]);
+                const uint16_t *b = B + (size_t)k * ldb + j0;
                 for (int j = 0; j < nb; j++)
-                    acc[j] += aik * val(B, f32, b + j);
+                    acc[j] += ak * bf(b[j]);
             }
             for (int j = 0; j < nb; j++)
                 store(&C[(size_t)i * ldc + j0 + j], acc[j], accumulate);
@@ -73,47 +64,25 @@ static void xn(int ta, int M, int N, int K, const void *A, int lda,
     }
 }
 
-void clef_bf16_gemm_nt__scalar(int M, int N, int K, const uint16_t *A, int lda,
-                               const uint16_t *B, int ldb, float *C, int ldc,
-                               int accumulate)
-{
-    nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0);
-}
-
-void clef_bf16_gemm_nn__scalar(int M, int N, int K, const uint16_t *A, int lda,
-                               const uint16_t *B, int ldb, float *C, int ldc,
-                               int accumulate)
-{
-    xn(0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0);
-}
-
+// A (K,M) ld lda, B (K,N) ld ldb -> C (M,N) ld ldc: C = Aᵀ·B
 void clef_bf16_gemm_tn__scalar(int M, int N, int K, const uint16_t *A, int lda,
                                const uint16_t *B, int ldb, float *C, int ldc,
                                int accumulate)
 {
-    xn(1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 0);
-}
-
-// The same on float32 operands rounded as read (kernels.h clef_bf16_f32ops).
-void clef_bf16_gemm_nt_f32ops__scalar(int M, int N, int K, const float *A,
-                                      int lda, const float *B, int ldb,
-                                      float *C, int ldc, int accumulate)
-{
-    nt(M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1);
-}
-
-void clef_bf16_gemm_nn_f32ops__scalar(int M, int N, int K, const float *A,
-                                      int lda, const float *B, int ldb,
-                                      float *C, int ldc, int accumulate)
-{
-    xn(0, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1);
-}
-
-void clef_bf16_gemm_tn_f32ops__scalar(int M, int N, int K, const float *A,
-                                      int lda, const float *B, int ldb,
-                                      float *C, int ldc, int accumulate)
-{
-    xn(1, M, N, K, A, lda, B, ldb, C, ldc, accumulate, 1);
+    for (int i = 0; i < M; i++) {
+        for (int j0 = 0; j0 < N; j0 += NB) {
+            const int nb = N - j0 < NB ? N - j0 : NB;
+            double acc[NB] = {0};
+            for (int k = 0; k < K; k++) {
+                const double aki = bf(A[(size_t)k * lda + i]);
+                const uint16_t *b = B + (size_t)k * ldb + j0;
+                for (int j = 0; j < nb; j++)
+                    acc[j] += aki * bf(b[j]);
+            }
+            for (int j = 0; j < nb; j++)
+                store(&C[(size_t)i * ldc + j0 + j], acc[j], accumulate);
+        }
+    }
 }
 
 // Round to nearest even on the bits: add 0x7fff plus the lowest kept bit,

@@ -17,10 +17,5 @@
 #define CLEF_SCALAR_DECL(op, sig, unit, work)                                  \
     clef_##sig##_t CLEF_SSYM(op, unit);
 CLEF_OPS(CLEF_SCALAR_DECL)
-// The bf16 GEMMs on float32 operands rounded as read (kernels.h
-// clef_bf16_f32ops): the reference the hardware ones are checked against.
-clef_gemm_t clef_bf16_gemm_nt_f32ops__scalar;
-clef_gemm_t clef_bf16_gemm_nn_f32ops__scalar;
-clef_gemm_t clef_bf16_gemm_tn_f32ops__scalar;
 
 #endif

@@ -16,11 +16,10 @@
 #define CLEF_AMX_TILE_BF16 512 // bf16 values of one A tile (16 × 32)
 
 // Row blocks [mt0, mt1) of 16 rows of the tile-ordered A pack (nkb tiles
-// of 32 k per row block). trans 0: A (M,K); 1: A (K,M). f32: A is float32,
-// rounded as read (bf16_pack.h).
-static inline void amx_pack_a_tiles(int trans, int M, int K, const void *A,
-                                    int f32, int lda, uint16_t *Ap, int nkb,
-                                    int mt0, int mt1)
+// of 32 k per row block). trans 0: A (M,K); 1: A (K,M).
+static inline void amx_pack_a_tiles(int trans, int M, int K, const uint16_t *A,
+                                    int lda, uint16_t *Ap, int nkb, int mt0,
+                                    int mt1)
 {
     if (!trans) {
         for (int mt = mt0; mt < mt1; mt++)
@@ -28,13 +27,13 @@ static inline void amx_pack_a_tiles(int trans, int M, int K, const void *A,
                 const int m = 16 * mt + r;
                 uint16_t *d =
                     Ap + (size_t)mt * nkb * CLEF_AMX_TILE_BF16 + 32 * r;
-                const size_t s = (size_t)(m < M ? m : 0) * lda;
+                const uint16_t *s = A + (size_t)(m < M ? m : 0) * lda;
                 for (int kb = 0; kb < nkb; kb++, d += CLEF_AMX_TILE_BF16) {
                     const int k0 = 32 * kb;
                     const int n = m >= M ? 0 : K - k0 < 32 ? K - k0 : 32;
                     const __mmask32 mk =
                         n >= 32 ? 0xffffffffu : (__mmask32)((1u << n) - 1u);
-                    _mm512_store_si512(d, bf16_ld32(A, s + k0, f32, mk));
+                    _mm512_store_si512(d, _mm512_maskz_loadu_epi16(mk, s + k0));
                 }
             }
         return;
@@ -50,7 +49,7 @@ static inline void amx_pack_a_tiles(int trans, int M, int K, const void *A,
         }
         for (int kb = 0; kb < nkb; kb++, t += CLEF_AMX_TILE_BF16) {
             __m512i v[16]; // the tile's rows
-            bf16_pairs_t16(A, f32, lda, K, 16 * kb, mb, valid, v);
+            bf16_pairs_t16(A, lda, K, 16 * kb, mb, valid, v);
             for (int r = 0; r < 16; r++)
                 _mm512_store_si512(t + 32 * r, v[r]);
         }

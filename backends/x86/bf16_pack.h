@@ -11,12 +11,7 @@
 //      dwords (stride 128 bytes); the AVX512-BF16 kernel loads 2 × 16 dwords
 //      per kp.
 // KPp: pairs of k, ≥ ceil(K/2) (the AMX kernel rounds it up to 16, a tile's
-// depth). Every pack reads its operand as bf16 bit patterns (f32 0) or as
-// float32 rounded to bf16 as it is read (f32 1: bf16_round.h, the rounding
-// of cvt_f32_bf16 bit for bit), so a float operand packs to the same bytes
-// as its rounded copy would; offsets and leading dimensions are in elements
-// of the operand's own type. The layouts gemm_nt/nn/tn read (kernels.h) map
-// onto it as:
+// depth). The layouts gemm_nt/nn/tn read (kernels.h) map onto it as:
 //   op(B) = Bᵀ, B (N,K) (nt): each dword is two consecutive values of a row
 //   of B: 16×16 blocks of dwords from 16 rows, transposed;  op(B) = B (K,N)
 //   (nn, tn): pairs of rows of B interleaved.
@@ -24,12 +19,10 @@
 #define CLEF_X86_BF16_PACK_H
 
 #include <immintrin.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "backends/bf16_scratch.h" // the packing scratch, per thread
-#include "backends/x86/bf16_round.h"
 
 #define CLEF_BF16_PANEL 32 // columns of a B panel
 
@@ -40,43 +33,15 @@ static inline __mmask16 bf16_mask16(int n)
                     : (__mmask16)((1u << n) - 1u);
 }
 
-// Values i .. i + 15 of operand p (bf16, or float rounded: f32), those
-// outside mask m zero, as 16 dwords with the bf16 in the low half.
-static inline __m512i bf16_ld16(const void *p, size_t i, int f32, __mmask16 m)
-{
-    if (f32)
-        return bf16_round16(_mm512_maskz_loadu_epi32(m, (const float *)p + i));
-    return _mm512_cvtepu16_epi32(
-        _mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i));
-}
-
-// Values i .. i + 31 of operand p, those outside mask m zero, as 32 words.
-static inline __m512i bf16_ld32(const void *p, size_t i, int f32, __mmask32 m)
-{
-    if (!f32)
-        return _mm512_maskz_loadu_epi16(m, (const uint16_t *)p + i);
-    const __m256i lo = _mm512_cvtepi32_epi16(bf16_ld16(p, i, 1, (__mmask16)m));
-    const __m256i hi =
-        _mm512_cvtepi32_epi16(bf16_ld16(p, i + 16, 1, (__mmask16)(m >> 16)));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
-
-// Where value i of operand p is (for prefetches).
-static inline const char *bf16_at(const void *p, size_t i, int f32)
-{
-    return (const char *)p + (i << (f32 ? 2 : 1));
-}
-
-// 16 values of p from element a and 16 from element b (b < 0: none), each n
-// valid values, the rest zero, as 16 dwords a | b << 16.
-static inline __m512i bf16_pair16(const void *p, int f32, size_t a, ptrdiff_t b,
-                                  int n)
+// 16 bf16 of row a and 16 of row b (each n valid values, the rest zero)
+// as 16 dwords a | b << 16.
+static inline __m512i bf16_pair16(const uint16_t *a, const uint16_t *b, int n)
 {
     const __mmask16 m = bf16_mask16(n);
-    const __m512i lo = bf16_ld16(p, a, f32, m);
-    if (b < 0)
+    const __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, a));
+    if (!b)
         return lo;
-    const __m512i hi = bf16_ld16(p, (size_t)b, f32, m);
+    const __m512i hi = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, b));
     return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
@@ -112,14 +77,15 @@ bf16_transpose16(__m512i r[16])
 // m0 + 15 (valid of them, the rest zero), as 16 rows: v[r] holds the 16
 // dwords (A[2kp][m0 + r], A[2kp+1][m0 + r]), zeros for pairs past K.
 static inline __attribute__((always_inline)) void
-bf16_pairs_t16(const void *A, int f32, int lda, int K, int kp0, int m0,
-               int valid, __m512i v[16])
+bf16_pairs_t16(const uint16_t *A, int lda, int K, int kp0, int m0, int valid,
+               __m512i v[16])
 {
     for (int i = 0; i < 16; i++) {
         const int k = 2 * (kp0 + i);
-        const size_t a = (size_t)k * lda + m0;
-        v[i] = k < K ? bf16_pair16(A, f32, a,
-                                   k + 1 < K ? (ptrdiff_t)(a + lda) : -1, valid)
+        v[i] = k < K ? bf16_pair16(A + (size_t)k * lda + m0,
+                                   k + 1 < K ? A + (size_t)(k + 1) * lda + m0
+                                             : NULL,
+                                   valid)
                      : _mm512_setzero_si512();
     }
     bf16_transpose16(v);
@@ -128,8 +94,8 @@ bf16_pairs_t16(const void *A, int f32, int lda, int K, int kp0, int m0,
 // Columns [nb, nb + 16) of panels of B (N,K) (nt): rows nb.. of B, 16
 // dwords (32 values of k) each, as 16×16 blocks of dwords transposed (row kp
 // of the panel); dh: the panel's half at pair 0.
-static inline void bf16_pack_bt_half(int N, int K, const void *B, int f32,
-                                     int ldb, uint32_t *dh, int KPp, int nb)
+static inline void bf16_pack_bt_half(int N, int K, const uint16_t *B, int ldb,
+                                     uint32_t *dh, int KPp, int nb)
 {
     const int nn = N - nb; // valid columns
     for (int kp0 = 0; kp0 < KPp; kp0 += 16) {
@@ -140,14 +106,13 @@ static inline void bf16_pack_bt_half(int N, int K, const void *B, int f32,
         __m512i r[16];
         if (2 * kp0 + 128 < K) // the rows 4 blocks ahead
             for (int j = 0; j < 16 && j < nn; j++)
-                _mm_prefetch(
-                    bf16_at(B, (size_t)(nb + j) * ldb + 2 * (size_t)kp0 + 128,
-                            f32),
-                    _MM_HINT_T0);
+                _mm_prefetch((const char *)(B + (size_t)(nb + j) * ldb +
+                                            2 * (size_t)kp0 + 128),
+                             _MM_HINT_T0);
         for (int j = 0; j < 16; j++)
             r[j] = j < nn
-                       ? bf16_ld32(B, (size_t)(nb + j) * ldb + 2 * (size_t)kp0,
-                                   f32, mk)
+                       ? _mm512_maskz_loadu_epi16(
+                             mk, B + (size_t)(nb + j) * ldb + 2 * (size_t)kp0)
                        : _mm512_setzero_si512();
         bf16_transpose16(r);
         const int nrow = KPp - kp0 < 16 ? KPp - kp0 : 16;
@@ -159,7 +124,7 @@ static inline void bf16_pack_bt_half(int N, int K, const void *B, int f32,
 // Panels [p0, p1) of B (K,N) (nn, tn): per pair of rows of B, the 32·(p1-p0)
 // columns read in one sweep (whole cache lines) and interleaved into
 // dwords, 32 per panel.
-static inline void bf16_pack_bn(int N, int K, const void *B, int f32, int ldb,
+static inline void bf16_pack_bn(int N, int K, const uint16_t *B, int ldb,
                                 uint32_t *Bp, int KPp, int p0, int p1)
 {
     // word 2j of a result: x[j], word 2j+1: y[j] (lo: j < 16, hi: j ≥ 16)
@@ -174,10 +139,10 @@ static inline void bf16_pack_bn(int N, int K, const void *B, int f32, int ldb,
     }
     for (int kp = 0; kp < KPp; kp++) {
         const int rows = K - 2 * kp; // rows 2kp, 2kp + 1 where they exist
-        const size_t r0 = 2 * (size_t)kp * ldb;
+        const uint16_t *r0 = rows > 0 ? B + 2 * (size_t)kp * ldb : NULL;
         for (int p = p0; p < p1; p++) {
             uint32_t *d = Bp + ((size_t)p * KPp + kp) * CLEF_BF16_PANEL;
-            if (rows <= 0) { // KPp past K (the AMX kernel's whole tiles): 0
+            if (!r0) { // KPp past K (the AMX kernel's whole tiles): zeros
                 _mm512_store_si512(d, _mm512_setzero_si512());
                 _mm512_store_si512(d + 16, _mm512_setzero_si512());
                 continue;
@@ -185,27 +150,27 @@ static inline void bf16_pack_bn(int N, int K, const void *B, int f32, int ldb,
             const int n0 = p * CLEF_BF16_PANEL, nn = N - n0;
             const __mmask32 m =
                 nn >= 32 ? 0xffffffffu : (__mmask32)((1u << nn) - 1u);
-            const __m512i x = bf16_ld32(B, r0 + n0, f32, m);
-            const __m512i y = rows > 1 ? bf16_ld32(B, r0 + ldb + n0, f32, m)
-                                       : _mm512_setzero_si512();
+            const __m512i x = _mm512_maskz_loadu_epi16(m, r0 + n0);
+            const __m512i y = rows > 1
+                                  ? _mm512_maskz_loadu_epi16(m, r0 + ldb + n0)
+                                  : _mm512_setzero_si512();
             _mm512_store_si512(d, _mm512_permutex2var_epi16(x, lo, y));
             _mm512_store_si512(d + 16, _mm512_permutex2var_epi16(x, hi, y));
         }
     }
 }
 
-// Panels [p0, p1) of the B pack. trans 1: B (N,K) (nt); 0: B (K,N). f32:
-// B is float32, rounded as read.
-static inline void bf16_pack_b(int trans, int N, int K, const void *B, int f32,
+// Panels [p0, p1) of the B pack. trans 1: B (N,K) (nt); 0: B (K,N).
+static inline void bf16_pack_b(int trans, int N, int K, const uint16_t *B,
                                int ldb, uint32_t *Bp, int KPp, int p0, int p1)
 {
     if (!trans) {
-        bf16_pack_bn(N, K, B, f32, ldb, Bp, KPp, p0, p1);
+        bf16_pack_bn(N, K, B, ldb, Bp, KPp, p0, p1);
         return;
     }
     for (int p = p0; p < p1; p++)
         for (int h = 0; h < 2; h++)
-            bf16_pack_bt_half(N, K, B, f32, ldb,
+            bf16_pack_bt_half(N, K, B, ldb,
                               Bp + (size_t)p * KPp * CLEF_BF16_PANEL + 16 * h,
                               KPp, p * CLEF_BF16_PANEL + 16 * h);
 }
