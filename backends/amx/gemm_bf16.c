@@ -12,13 +12,9 @@
 // to a multiple of 32: a B tile is 16 kp rows of a panel, stride 128
 // bytes); op(A) in the tile order of backends/x86/amx_pack.h: tile
 // (mt, kb) is 16 rows × 32 values, 1 KiB contiguous, rows and K padded with
-// zeros (M to 32). Where A is (M,K) (nt, nn) and K a multiple of 32, the
-// whole 32-row blocks are not packed: their tiles are loaded from A in
-// place (16 rows, stride lda), and only a last partial block is packed;
-// the tiles hold the same values either way, so the bits are the same.
-// Both layouts are tested on any AVX-512 CPU (tests/test_bf16_pack.c).
-// Zero padding is what handles every remainder of M, N and K: padded
-// products are exact zeros. C blocks that are not
+// zeros (M to 32). Both layouts are tested on any AVX-512 CPU
+// (tests/test_bf16_pack.c). Zero padding is what handles every remainder
+// of M, N and K: padded products are exact zeros. C blocks that are not
 // whole inside (M, N) go through a 32×32 scratch (loaded from C, stored
 // back to its valid part).
 //
@@ -144,10 +140,6 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
     const int nkb = (K + 31) / 32, KPp = 16 * nkb;
     const int np = (N + CLEF_BF16_PANEL - 1) / CLEF_BF16_PANEL;
     const int nmt = 2 * ((M + 31) / 32); // 16-row blocks, an even count
-    // A (M,K) whose K is whole 32-value steps: its whole 32-row blocks are
-    // read in place (tiles of 16 rows, stride lda), only the last, partial
-    // one is packed; Aᵀ and other K are packed whole
-    const int mt_pack = !ta && K % 32 == 0 ? 2 * (M / 32) : 0;
     uint16_t *Ap = bf16_scratch_get(
         &bf16_tls.a, (size_t)nmt * nkb * CLEF_AMX_TILE_BF16 * sizeof(uint16_t));
     uint32_t *Bp = bf16_scratch_get(
@@ -170,7 +162,7 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
     {
         tiles_configure();
 #pragma omp for schedule(static)
-        for (int mt = mt_pack; mt < nmt; mt++)
+        for (int mt = 0; mt < nmt; mt++)
             amx_pack_a_tiles(ta, M, K, A, lda, Ap, nkb, mt, mt + 1);
 #pragma omp for schedule(static)
         for (int ch = 0; ch < nchunks; ch++) {
@@ -182,18 +174,8 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                 for (int mt = 0; mt < nmt; mt += 2) {
                     const int m0 = 16 * mt;
                     const int mv = M - m0 < 32 ? M - m0 : 32;
-                    const int inplace = mt < mt_pack;
-                    // the block's first A tile, the second 16 rows below,
-                    // rows as bytes apart, k blocks astep values apart
-                    const uint16_t *a0 = inplace
-                                             ? A + (size_t)m0 * lda + 32 * kb0
-                                             : Ap + ((size_t)mt * nkb + kb0) *
-                                                        CLEF_AMX_TILE_BF16;
-                    const uint16_t *a1 =
-                        inplace ? a0 + (size_t)16 * lda
-                                : a0 + (size_t)nkb * CLEF_AMX_TILE_BF16;
-                    const size_t as = inplace ? (size_t)lda * 2 : 64;
-                    const size_t astep = inplace ? 32 : CLEF_AMX_TILE_BF16;
+                    const uint16_t *a0 =
+                        Ap + ((size_t)mt * nkb + kb0) * CLEF_AMX_TILE_BF16;
                     for (int p = p0; p < p1; p++) {
                         const uint32_t *bp =
                             Bp + (size_t)p * KPp * CLEF_BF16_PANEL;
@@ -207,7 +189,8 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
                                               ? C + (size_t)(m0 + 32) * ldc +
                                                     p0 * CLEF_BF16_PANEL
                                               : NULL;
-                        block(a0, a1, as, astep, bp, kb0, kb1, c, ldc, mv, nv,
+                        block(a0, a0 + (size_t)nkb * CLEF_AMX_TILE_BF16, 64,
+                              CLEF_AMX_TILE_BF16, bp, kb0, kb1, c, ldc, mv, nv,
                               load, load ? nx : NULL);
                     }
                 }
