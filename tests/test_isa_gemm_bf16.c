@@ -157,8 +157,8 @@ static void large_of(const char *be, clef_gemm_bf16_fn fn, layout l)
     CASE(300, 33, 65, 0);   // tall
     CASE(1, 300, 700, 1);   // one row against a wide weight
     CASE(300, 1, 700, 0);   // one column
-    CASE(77, 300, 1024, 1); // K whole steps: amx reads whole row blocks of
-    CASE(64, 40, 2048, 0);  // A (M,K) in place, packs a partial one
+    CASE(77, 300, 1024, 1); // K whole 32-value steps, a partial row block
+    CASE(64, 40, 2048, 0);  // whole row blocks, two K blocks
 }
 
 static void remainders(const char *be, layout l)
@@ -337,7 +337,7 @@ static void threads_bitwise_of(const char *be, const clef_gemm_bf16_fn fns[3],
     fill_bf16(A, (size_t)M * Kmax, &rng);
     fill_bf16(B, (size_t)N * Kmax, &rng);
     int saved = omp_get_max_threads();
-    // K 1100: every operand packed; 1024: amx reads A (M,K) in place
+    // K 1100: a partial last K step; 1024: whole steps only
     for (int q = 0; q < 6; q++) {
         const int l = q % 3, K = q < 3 ? Kmax : 1024;
         clef_gemm_bf16_fn fn = fns[l];
