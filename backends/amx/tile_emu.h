@@ -45,10 +45,15 @@ static inline void clef_emu_tile_release(void)
     memset(&clef_emu_tiles, 0, sizeof clef_emu_tiles);
 }
 
+static inline void clef_emu_tile_zero(int t)
+{
+    memset(clef_emu_tiles.data[t], 0, sizeof clef_emu_tiles.data[t]);
+}
+
 static inline void clef_emu_tile_loadd(int t, const void *base, size_t stride)
 {
     const uint8_t *p = base;
-    memset(clef_emu_tiles.data[t], 0, sizeof clef_emu_tiles.data[t]);
+    clef_emu_tile_zero(t); // bytes past colsb and rows read as zero
     for (int r = 0; r < clef_emu_tiles.rows[t]; r++)
         memcpy(clef_emu_tiles.data[t][r], p + (size_t)r * stride,
                clef_emu_tiles.colsb[t]);
@@ -60,11 +65,6 @@ static inline void clef_emu_tile_stored(int t, void *base, size_t stride)
     for (int r = 0; r < clef_emu_tiles.rows[t]; r++)
         memcpy(p + (size_t)r * stride, clef_emu_tiles.data[t][r],
                clef_emu_tiles.colsb[t]);
-}
-
-static inline void clef_emu_tile_zero(int t)
-{
-    memset(clef_emu_tiles.data[t], 0, sizeof clef_emu_tiles.data[t]);
 }
 
 // bf16 value i of row r of tile t, a denormal read as zero.
