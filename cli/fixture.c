@@ -73,8 +73,8 @@ static int parse(int argc, char **argv, fx_opts *o, clef_err *err)
         INT_FLAG("--width", o->cfg.w, 1)
         INT_FLAG("--heads", o->cfg.h, 1)
         INT_FLAG("--feedforward", o->cfg.f, 1)
-        INT_FLAG("--routing-layers", o->cfg.R, 0)
-        INT_FLAG("--layers", o->cfg.L, 0)
+        INT_FLAG("--routing-layers", o->cfg.R, 1)
+        INT_FLAG("--layers", o->cfg.L, 1)
         if ((r = cli_flag(argc, argv, &i, "--questions", 1, &v, err))) {
             if (r < 0 || cli_parse_int("--questions", v, 1, big, &o->Q, err))
                 return CLEF_ERR_INPUT;

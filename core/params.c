@@ -14,9 +14,9 @@
 
 int clef_config_check(const clef_config *c, const char *file, clef_err *err)
 {
-    if (c->d < 1 || c->w < 1 || c->h < 1 || c->f < 1 || c->R < 0 || c->L < 0)
+    if (c->d < 1 || c->w < 1 || c->h < 1 || c->f < 1 || c->R < 1 || c->L < 1)
         return clef_err_input(err, file, NULL, "head",
-                              "sizes must be positive (hidden_size %d, width "
+                              "sizes must be at least 1 (hidden_size %d, width "
                               "%d, heads %d, feedforward %d, routing_layers "
                               "%d, layers %d)",
                               c->d, c->w, c->h, c->f, c->R, c->L);

@@ -77,7 +77,7 @@ def parse_args(argv):
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     if a.width < 1 or a.heads < 1 or a.width % a.heads or a.feedforward < 1 \
-            or a.routing_layers < 0 or a.layers < 0 or a.batch < 1 \
+            or a.routing_layers < 1 or a.layers < 1 or a.batch < 1 \
             or a.max_tokens < 0:
         p.error("head sizes must be positive, width a multiple of heads")
     return a

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -256,6 +257,16 @@ Test(cli, fixture_validate_inspect)
     free(out);
     // refuses a non-empty --out
     cr_expect_eq(tp_clef(dir, "fixture --out %s", pkg), 2);
+    // refuses layer counts that no package may hold (head.* ≥ 1), writing
+    // nothing
+    const char *zero[2] = {"--layers", "--routing-layers"};
+    for (int i = 0; i < 2; i++) {
+        cr_expect_eq(tp_clef(dir, "fixture --out %s/zero %s 0", dir, zero[i]),
+                     2, "%s 0", zero[i]);
+        cr_expect(strstr(tp_err(dir), zero[i]), "%s", tp_err(dir));
+        cr_expect(access(file_in(dir, "zero"), F_OK) != 0,
+                  "%s 0 wrote nothing", zero[i]);
+    }
     // inspect refuses what is not safetensors
     cr_expect_eq(tp_clef(dir, "inspect %s/package.json", pkg), 2);
     cr_expect(strstr(tp_err(dir), "package.json"), "%s", tp_err(dir));
