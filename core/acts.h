@@ -79,6 +79,7 @@ struct clef_ws {
     // (clef_mempack.transposed): the table doing that, or NULL
     const clef_gemm_prepack *pk_t;
     int prepack_off;
+    int round_mem; // bf16: the memories rounded once (clef_mempack.m16)
     size_t *pk_nt_off, *pk_nn_off; // (nb+1) record offsets in every pack
     clef_mempack field_mpk;        // M pre-packed (clef_mempack_bound each)
                                    // or transposed (t: T·w, narrow heads)

@@ -241,6 +241,7 @@ static void memory_view(mha_view *v, const clef_ws *ws, att_rows rows,
     ma->q_off = rows.q_off, ma->t_off = rows.k_off, ma->m_off = rows.m_off;
     ma->mem = mem, ma->ldm = w;
     ma->pk = ws->pk || ws->pk_t ? pk : NULL;
+    ma->mem16 = ws->round_mem ? pk->m16 : NULL;
     v->ab.scr = ws->mscr1;
     v->ab.scr2 = ws->mscr2;
     v->ab.ascr = ws->mascr;
@@ -294,8 +295,8 @@ static void route_fwd(const clef_kernels *k, clef_ws *ws, int i,
     ln_fwd(k, O, w, R, LN(p, qn), &a->qn);     // (O, w)
     mha_view v;
     clef_route_view(&v, ws, i);
-    if (v.absorbed && v.ab.ma.pk)
-        clef_memattn_pack(&v.ab.ma);
+    if (v.absorbed)
+        clef_memattn_prepare(k, &v.ab.ma);
     mha_fwd(k, &v, route_mha(p), a->qn.y, a->mn.y, R, a->r1);
     const ffn_drop dr = clef_ffn_drop(ws, CLEF_DROP_ROUTE_FFN_IN,
                                       CLEF_DROP_ROUTE_FFN_OUT, i, ws->o_off);
@@ -404,6 +405,9 @@ static void prepack_setup(const clef_kernels *k, clef_ws *ws)
 {
     const int w = ws->cfg.w;
     const int on = k->prepack && !ws->prepack_off;
+    // bf16: no float panels (k->prepack is NULL); the memories are rounded
+    // once per batch instead (clef_mempack.m16)
+    ws->round_mem = k->mm != NULL && !ws->prepack_off;
     ws->pk = on && clef_ws_prepacks(&ws->cfg) ? k->prepack : NULL;
     // too narrow to pack: the memories transposed, read by gemm_nt_bt, when
     // the table's gemm_nt is the one whose bits that gives
@@ -537,10 +541,10 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
 
     // the memories' packs for the absorbed attentions (memattn.h)
     prepack_setup(k, ws);
-    if (ws->absorb_field && (ws->pk || ws->pk_t) && c->L) {
+    if (ws->absorb_field && c->L) {
         mha_view v;
         clef_field_view(&v, ws, 0);
-        clef_memattn_pack(&v.ab.ma);
+        clef_memattn_prepare(k, &v.ab.ma);
     }
 
     // 5. evidence routing

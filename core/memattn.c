@@ -125,12 +125,26 @@ void clef_memattn_pack(const clef_memattn *ma)
     );
 }
 
+void clef_memattn_prepare(const clef_kernels *k, const clef_memattn *ma)
+{
+    const int T = ma->t_off[ma->nb];
+    if (ma->mem16)
+        clef_mm_round(k, T, ma->w, ma->mem, ma->ldm, ma->mem16);
+    else if (ma->pk)
+        clef_memattn_pack(ma);
+}
+
 // C (n, T_b) [+]= X (n, w) · mem_bᵀ: record b's qt memᵀ or dmt memᵀ.
 static void mem_nt(const clef_kernels *k, const clef_memattn *ma, int b, int n,
                    const float *X, float *C, int acc)
 {
     const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
     const clef_mempack *pk = ma->pk;
+    if (ma->mem16) {
+        clef_mm_nt_b16(k, n, T, ma->w, X, ma->w,
+                       ma->mem16 + (size_t)t0 * ma->w, ma->w, C, T, acc);
+        return;
+    }
     if (pk && pk->transposed &&
         pk->ops->gemm_nt_bt(n, T, ma->w, X, ma->w, pk->t + (size_t)t0 * ma->w,
                             T, C, T, acc) == 0)
@@ -149,6 +163,11 @@ static void mem_nn(const clef_kernels *k, const clef_memattn *ma, int b, int n,
 {
     const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
     const clef_mempack *pk = ma->pk;
+    if (ma->mem16) {
+        clef_mm_nn_b16(k, n, ma->w, T, P, T, ma->mem16 + (size_t)t0 * ma->w,
+                       ma->w, C, ma->w, acc);
+        return;
+    }
     if (pk && !pk->transposed &&
         pk->ops->gemm_pb(0, n, ma->w, T, P, T, pk->nn + pk->nn_off[b], C, ma->w,
                          acc) == 0)

@@ -29,12 +29,17 @@
 // memᵀ (w, T_b) at t + w·t_off[b], read by qt memᵀ and dmt memᵀ, which
 // would otherwise transpose the memory on every call; A mem and the
 // backward's products read the memory itself.
+// In bf16 (a table with k->mm) there are no float panels: the memory is
+// rounded to bf16 once per batch instead, (T, w) dense at m16 (in the space
+// of nt, or of t for a narrow head), and read by every product that would
+// round it again.
 typedef struct clef_mempack {
     const clef_gemm_prepack *ops;
     float *nt, *nn;
     const size_t *nt_off, *nn_off; // (nb + 1) each
     float *t;                      // (T, w) floats, used when transposed
     int transposed;
+    uint16_t *m16; // (T, w) bf16: the memory rounded, in bf16 training
 } clef_mempack;
 
 // The batch as one memory attention sees it. Queries of record b are rows
@@ -47,6 +52,7 @@ typedef struct clef_memattn {
     const float *mem; // (T, ldm): memory_norm(M) or M
     int ldm;
     const clef_mempack *pk; // mem pre-packed, or NULL: packed per product
+    uint16_t *mem16;        // bf16 tables: mem rounded (T, w), or NULL
 } clef_memattn;
 
 // Floats of record b's two packs (ops->b_size of each, 16-float aligned);
@@ -57,6 +63,10 @@ size_t clef_mempack_nn_floats(const clef_gemm_prepack *ops, int T, int w);
 size_t clef_mempack_bound(int nb, int T, int w);
 // Packs (or transposes) ma->mem into ma->pk (records in parallel).
 void clef_memattn_pack(const clef_memattn *ma);
+// What the batch's products read of ma->mem, made once: rounded into
+// ma->mem16 (bf16 tables), else packed as clef_memattn_pack (ma->pk), else
+// nothing.
+void clef_memattn_prepare(const clef_kernels *k, const clef_memattn *ma);
 
 // The absorbed form of one attention: the batch view, its projected queries
 // q (nq, w: in_proj rows [0, w) applied), the buffers the forward pass saves

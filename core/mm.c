@@ -140,15 +140,24 @@ static const uint16_t *operand(const clef_kernels *k, int which, int rows,
     if (n == 0) // nothing is read
         return mm->pbf;
     uint16_t *y = grow(&mm->scr[slot()][which], n);
+    clef_mm_round(k, rows, cols, X, ldx, y);
+    return y;
+}
+
+void clef_mm_round(const clef_kernels *k, int rows, int cols, const float *X,
+                   int ldx, uint16_t *y)
+{
+    const size_t n = (size_t)rows * cols;
+    if (n == 0)
+        return;
     if (ldx == cols) {
         cvt_chunks(k, n, X, y);
-    } else {
-        CLEF_PAR_FOR(n > 2 * CVT_CHUNK, int, r, rows,
-            k->cvt_f32_bf16((size_t)cols, X + (size_t)r * ldx,
-                            y + (size_t)r * cols);
-        );
+        return;
     }
-    return y;
+    CLEF_PAR_FOR(n > 2 * CVT_CHUNK, int, r, rows,
+        k->cvt_f32_bf16((size_t)cols, X + (size_t)r * ldx,
+                        y + (size_t)r * cols);
+    );
 }
 
 // The three forms share one body: op(A) is (M, K) stored (ar, ac), op(B)
@@ -191,6 +200,30 @@ static void mm(const clef_kernels *k, int form, int M, int N, int K,
     const uint16_t *a = operand(k, 0, ar, ac, A, lda, &la);
     const uint16_t *b = operand(k, 1, br, bc, B, ldb, &lb);
     mm16(k, form, M, N, K, a, la, b, lb, C, ldc, acc);
+}
+
+// op(A) rounded here, op(B) given in bf16 (stride ldb).
+static void mm_b16(const clef_kernels *k, int form, int M, int N, int K,
+                   const float *A, int lda, const uint16_t *B, int ldb,
+                   float *C, int ldc, int acc)
+{
+    int la;
+    const uint16_t *a = operand(k, 0, M, K, A, lda, &la);
+    mm16(k, form, M, N, K, a, la, B, ldb, C, ldc, acc);
+}
+
+void clef_mm_nt_b16(const clef_kernels *k, int M, int N, int K,
+                    const float *A, int lda, const uint16_t *B, int ldb,
+                    float *C, int ldc, int acc)
+{
+    mm_b16(k, NT, M, N, K, A, lda, B, ldb, C, ldc, acc);
+}
+
+void clef_mm_nn_b16(const clef_kernels *k, int M, int N, int K,
+                    const float *A, int lda, const uint16_t *B, int ldb,
+                    float *C, int ldc, int acc)
+{
+    mm_b16(k, NN, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
 void clef_mm_tn16(const clef_kernels *k, int M, int N, int K, const uint16_t *A,

@@ -50,6 +50,7 @@ static void carve(clef_ws *ws, arena *a)
     ws->field_mpk.nt = take(a, pk);
     ws->field_mpk.nn = take(a, pk);
     ws->field_mpk.t = take(a, tw);
+    ws->field_mpk.m16 = (uint16_t *)(pk ? ws->field_mpk.nt : ws->field_mpk.t);
     ws->dm_pk = take(a, pk ? (w + CLEF_PACK_PAD) * T + 16 * B : 0);
     ws->qvhat_b = take(a, B > 1 ? Q * d : 0);
     ws->ctxhat_b = take(a, B > 1 ? O * d : 0);
@@ -75,6 +76,7 @@ static void carve(clef_ws *ws, arena *a)
         r->mpk.nt = take(a, pk);
         r->mpk.nn = take(a, pk);
         r->mpk.t = take(a, tw);
+        r->mpk.m16 = (uint16_t *)(pk ? r->mpk.nt : r->mpk.t);
         r->o = take(a, O * w);
         r->r1 = take(a, O * w);
         take_ln(a, &r->fn, O, w);

@@ -12,6 +12,7 @@
 
 #include "head.h"
 #include "isa_common.h"
+#include "mm.h"
 #include "ref_head.h"
 #include "scheduler/registry.h"
 #include "util.h"
@@ -696,4 +697,75 @@ Test(batch, narrow_memories_transposed_bitwise_avx512)
 Test(batch, narrow_memories_transposed_bitwise_avx2)
 {
     narrow_transposed_bitwise("avx2");
+}
+
+// bf16 training rounds each absorbed attention's memory once per batch
+// (clef_mempack.m16) instead of at every product that reads it: the same
+// logits and gradients, bit for bit, as rounding it per product (prepacking
+// off, clef_ws_set_prepack), with fewer elements converted. Wide (w = 256,
+// the bf16 kernels) and narrow (w = 8, the widened small products) heads.
+static void (*g_real_cvt)(size_t, const float *, uint16_t *);
+static size_t g_cvt_elems;
+static void counting_cvt(size_t n, const float *x, uint16_t *y)
+{
+#pragma omp atomic
+    g_cvt_elems += n;
+    g_real_cvt(n, x, y);
+}
+
+static void bf16_memories_rounded_once(const char *backend, int big)
+{
+    const clef_kernels *kb = isa_table_or_skip(backend);
+    fixture f[2];
+    float *z[2], *g[2];
+    size_t converted[2];
+    int O = 0;
+    for (int i = 0; i < 2; i++) {
+        fixture_init_size(&f[i], 53, big);
+        struct clef_mm mm;
+        clef_kernels k;
+        cr_assert_eq(clef_mm_init(&mm, &f[i].hd), 0);
+        cr_assert_eq(clef_mm_table(kb, &mm, &k), 0, "%s: no bf16 GEMM",
+                     backend);
+        g_real_cvt = k.cvt_f32_bf16;
+        k.cvt_f32_bf16 = counting_cvt;
+        clef_mm_refresh(&k);
+        clef_ws *ws = fixture_ws(&f[i], NREC, "absorb");
+        clef_ws_set_prepack(ws, i == 0); // 0: rounded once; 1: per product
+        g_cvt_elems = 0;
+        z[i] = batch_pass(&k, &f[i], ws, &O);
+        converted[i] = g_cvt_elems;
+        g[i] = f[i].hd.grads;
+        clef_ws_free(ws);
+        clef_mm_free(&mm);
+    }
+    cr_expect(memcmp(z[0], z[1], sizeof(float) * O) == 0,
+              "%s (w %d): logits differ with the memories rounded once",
+              backend, f[0].cfg.w);
+    long d = clef_test_first_diff(g[0], g[1], f[0].hd.nparams);
+    cr_expect(d < 0, "%s (w %d): gradient %ld differs with the memories "
+                     "rounded once", backend, f[0].cfg.w, d);
+    cr_expect_lt(converted[0], converted[1],
+                 "%s (w %d): %zu elements converted with the memories rounded "
+                 "once, %zu without", backend, f[0].cfg.w, converted[0],
+                 converted[1]);
+    for (int i = 0; i < 2; i++) {
+        free(z[i]);
+        fixture_free(&f[i]);
+    }
+}
+
+Test(batch, bf16_memories_rounded_once_bitwise_scalar)
+{
+    bf16_memories_rounded_once("scalar", 0);
+    bf16_memories_rounded_once("scalar", 1);
+}
+Test(batch, bf16_memories_rounded_once_bitwise_avx512_bf16)
+{
+    bf16_memories_rounded_once("avx512_bf16", 0);
+    bf16_memories_rounded_once("avx512_bf16", 1);
+}
+Test(batch, bf16_memories_rounded_once_bitwise_auto)
+{
+    bf16_memories_rounded_once("auto", 1);
 }
