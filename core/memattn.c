@@ -141,8 +141,8 @@ static void mem_nt(const clef_kernels *k, const clef_memattn *ma, int b, int n,
     const int t0 = ma->t_off[b], T = ma->t_off[b + 1] - t0;
     const clef_mempack *pk = ma->pk;
     if (ma->mem16) {
-        clef_mm_nt_b16(k, n, T, ma->w, X, ma->w,
-                       ma->mem16 + (size_t)t0 * ma->w, ma->w, C, T, acc);
+        clef_mm_nt_b16(k, n, T, ma->w, X, ma->w, ma->mem16 + (size_t)t0 * ma->w,
+                       ma->w, C, T, acc);
         return;
     }
     if (pk && pk->transposed &&

@@ -212,16 +212,16 @@ static void mm_b16(const clef_kernels *k, int form, int M, int N, int K,
     mm16(k, form, M, N, K, a, la, B, ldb, C, ldc, acc);
 }
 
-void clef_mm_nt_b16(const clef_kernels *k, int M, int N, int K,
-                    const float *A, int lda, const uint16_t *B, int ldb,
-                    float *C, int ldc, int acc)
+void clef_mm_nt_b16(const clef_kernels *k, int M, int N, int K, const float *A,
+                    int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                    int acc)
 {
     mm_b16(k, NT, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
-void clef_mm_nn_b16(const clef_kernels *k, int M, int N, int K,
-                    const float *A, int lda, const uint16_t *B, int ldb,
-                    float *C, int ldc, int acc)
+void clef_mm_nn_b16(const clef_kernels *k, int M, int N, int K, const float *A,
+                    int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                    int acc)
 {
     mm_b16(k, NN, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }

@@ -88,12 +88,12 @@ void clef_mm_round(const clef_kernels *k, int rows, int cols, const float *X,
                    int ldx, uint16_t *y);
 // clef_mm_nt / clef_mm_nn with op(B) already in bf16 (a bf16 table only;
 // A rounded at the call): the same bits as those on B's float values.
-void clef_mm_nt_b16(const clef_kernels *k, int M, int N, int K,
-                    const float *A, int lda, const uint16_t *B, int ldb,
-                    float *C, int ldc, int acc);
-void clef_mm_nn_b16(const clef_kernels *k, int M, int N, int K,
-                    const float *A, int lda, const uint16_t *B, int ldb,
-                    float *C, int ldc, int acc);
+void clef_mm_nt_b16(const clef_kernels *k, int M, int N, int K, const float *A,
+                    int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                    int acc);
+void clef_mm_nn_b16(const clef_kernels *k, int M, int N, int K, const float *A,
+                    int lda, const uint16_t *B, int ldb, float *C, int ldc,
+                    int acc);
 // The same as clef_mm_tn on operands already in bf16 (a bf16 table only):
 // the x̂ a record keeps in bf16.
 void clef_mm_tn16(const clef_kernels *k, int M, int N, int K, const uint16_t *A,

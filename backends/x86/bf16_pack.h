@@ -25,6 +25,11 @@
 #include "backends/bf16_scratch.h" // the packing scratch, per thread
 
 #define CLEF_BF16_PANEL 32 // columns of a B panel
+// Pairs of rows of B (K,N) the nn / tn pack prefetches ahead: each row's
+// piece of a chunk is 256 bytes on a page of its own when B is wide, where
+// the hardware prefetchers do not follow (Zen 5, a weight cold in memory:
+// 1.2-1.4x the packed nn product at M = 4 and 32, docs/PERF-NOTES.md).
+#define BF16_PF_PAIRS 8
 
 static inline __mmask16 bf16_mask16(int n)
 {
@@ -137,9 +142,19 @@ static inline void bf16_pack_bn(int N, int K, const uint16_t *B, int ldb,
         }
         lo = _mm512_loadu_si512(il), hi = _mm512_loadu_si512(ih);
     }
+    const int c0 = p0 * CLEF_BF16_PANEL;
+    const int c1 = p1 * CLEF_BF16_PANEL < N ? p1 * CLEF_BF16_PANEL : N;
     for (int kp = 0; kp < KPp; kp++) {
         const int rows = K - 2 * kp; // rows 2kp, 2kp + 1 where they exist
         const uint16_t *r0 = rows > 0 ? B + 2 * (size_t)kp * ldb : NULL;
+        // the two rows BF16_PF_PAIRS pairs ahead, the chunk's columns
+        if (2 * (kp + BF16_PF_PAIRS) + 1 < K)
+            for (int c = c0; c < c1; c += 32) {
+                const uint16_t *f =
+                    B + 2 * (size_t)(kp + BF16_PF_PAIRS) * ldb + c;
+                _mm_prefetch((const char *)f, _MM_HINT_T0);
+                _mm_prefetch((const char *)(f + ldb), _MM_HINT_T0);
+            }
         for (int p = p0; p < p1; p++) {
             uint32_t *d = Bp + ((size_t)p * KPp + kp) * CLEF_BF16_PANEL;
             if (!r0) { // KPp past K (the AMX kernel's whole tiles): zeros
