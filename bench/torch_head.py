@@ -11,6 +11,8 @@ Two uses:
   parity  : logits of every record of a clef package with weights exported by
             clef, as JSON, so a test can compare them with `clef score`.
             torch_head.py logits --weights W.safetensors --package P/package.json
+                  [--precision bf16]  (clef score --precision bf16's
+                  roundings, with the memory attentions projected)
 
 Needs Debian's python3-torch and python3-numpy only (no safetensors package:
 the format is read by hand).
@@ -73,12 +75,19 @@ class JointSchemaHead(nn.Module):
         self.residual_scorer = nn.Sequential(nn.Linear(4 * w, w), nn.GELU(),
                                              nn.Dropout(0.0), nn.Linear(w, 1))
 
-    def forward(self, rec):
-        """rec: H (T,d), lex (O,d), qspans, ospans, owner (O), qtype (Q)."""
-        X = self.hidden_norm(rec["H"])
+    def forward(self, rec, round_xhat=None):
+        """rec: H (T,d), lex (O,d), qspans, ospans, owner (O), qtype (Q).
+        round_xhat: None, or how clef --precision bf16 keeps x̂ (the
+        normalized hidden states): rounded once, read by the memory and g;
+        the span means were taken before, from x̂ itself."""
+        X = Xs = self.hidden_norm(rec["H"])
+        if round_xhat is not None:
+            ln = self.hidden_norm
+            xhat = F.layer_norm(rec["H"], ln.normalized_shape, eps=ln.eps)
+            X = round_xhat(xhat) * ln.weight + ln.bias
         M = self.memory_projection(X)
-        qv = torch.stack([X[s:e].mean(0) for s, e in rec["qspans"]])
-        ctx = torch.stack([X[s:e].mean(0) for s, e in rec["ospans"]])
+        qv = torch.stack([Xs[s:e].mean(0) for s, e in rec["qspans"]])
+        ctx = torch.stack([Xs[s:e].mean(0) for s, e in rec["ospans"]])
         g = X[-1]
         owner = rec["owner"]
         R = (self.option_context_projection(ctx) +
@@ -187,7 +196,25 @@ def load_package(manifest):
     return man, recs
 
 
+def to_bf16(x):
+    """x rounded to bf16 (nearest even) from its float32 value, as clef
+    rounds its float32 operands, kept in x's dtype."""
+    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
+
+
+def bf16_linear(x, w, b=None):
+    """clef --precision bf16's products: both operands rounded to bf16, the
+    products and their sums exact here (float64), the bias added after."""
+    y = torch.matmul(to_bf16(x), to_bf16(w).t())
+    return y if b is None else y + b
+
+
 def cmd_logits(a):
+    if a.precision == "bf16":
+        # every linear map, including MultiheadAttention's projections
+        # (torch.nn.functional's own calls resolve `linear` at call time);
+        # the attention's scores and weighted sums stay float, as in clef
+        F.linear = bf16_linear
     tensors, meta = read_safetensors(a.weights)
     cfg = json.loads(meta["head"])
     head = JointSchemaHead(cfg["hidden_size"], cfg["width"], cfg["heads"],
@@ -198,9 +225,13 @@ def cmd_logits(a):
     head.eval()
     _, recs = load_package(a.package)
     out = {}
-    with torch.no_grad():
+    bf16 = a.precision == "bf16"
+    # bf16: grad enabled, so that MultiheadAttention's fused fast path (which
+    # does not call F.linear) is off: it is whenever a weight requires grad
+    with torch.set_grad_enabled(bf16):
         for r in recs:
-            out[r["id"]] = head(r).tolist()
+            z = head(r, to_bf16 if bf16 else None)
+            out[r["id"]] = z.detach().tolist()
     json.dump(out, sys.stdout)
     print()
 
@@ -262,6 +293,9 @@ def main():
     lg = sub.add_parser("logits")
     lg.add_argument("--weights", required=True)
     lg.add_argument("--package", required=True)
+    lg.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="bf16: clef --precision bf16's rounding of every "
+                         "linear map's operands and of x̂")
     a = p.parse_args()
     {"time": cmd_time, "logits": cmd_logits}[a.cmd](a)
 

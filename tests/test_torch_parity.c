@@ -3,7 +3,17 @@
 // TransformerDecoderLayer) and loads clef's exported weights with a strict
 // load_state_dict. After clef trains a mixed-geometry package (every question
 // type, soft targets, F16/BF16 hidden states, ragged spans), PyTorch in
-// float64 and `clef score` must give the same logits for every record.
+// float64 and `clef score` must give the same logits for every record:
+//   exported_weights_give_pytorch_logits: fp32, both memory-attention forms.
+//   bf16_scores_give_pytorch_bf16_logits: `clef score --precision bf16`
+//       against torch_head.py --precision bf16, which rounds the operands of
+//       every linear map (MultiheadAttention's projections too) and x̂ to
+//       bf16 and computes the rest in float64: within the fp32 bound with the
+//       memories projected (the roundings are the same ones), and within
+//       bf16's own size in the absorbed form, which rounds other
+//       intermediates (core/memattn.h). The fp32 logits are checked to be
+//       farther from the bf16 ones than that bound, so the bound can tell a
+//       misplaced rounding.
 // Needs Debian's python3-torch; skipped with the reason when it is missing.
 #include <criterion/criterion.h>
 #include <float.h>
@@ -51,63 +61,135 @@ static json_t *clef_logits(const char *dir)
     return out;
 }
 
-Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
+// The trained run of the mixed package in dir: dir/pkg, dir/run/weights.
+static void train_mixed(const char *dir, char *pkg, char *weights)
 {
-    if (!have_torch())
-        cr_skip_test(PY " cannot import torch and numpy (apt-get install "
-                        "python3-torch python3-numpy): no PyTorch to compare with");
-    char *dir = tp_tmpdir();
-    char pkg[1024], run[1024], weights[2048], cmd[8192];
-    snprintf(pkg, sizeof(pkg), "%s/pkg", dir);
-    snprintf(run, sizeof(run), "%s/run", dir);
-    snprintf(weights, sizeof(weights), "%s/weights.safetensors", run);
+    char cmd[4096];
+    snprintf(pkg, 1024, "%s/pkg", dir);
+    snprintf(weights, 1024, "%s/run/weights.safetensors", dir);
     snprintf(cmd, sizeof(cmd), "mkdir -p %s", pkg);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(tp_write_mixed_package(pkg), 0);
-    cr_assert_eq(tp_clef(dir, "train --package %s/package.json --run-dir %s "
-                              "--epochs 3 --lr 0.01 --quiet", pkg, run), 0);
-    snprintf(cmd, sizeof(cmd), PY " %s logits --weights %s --package %s/package.json"
-             " > %s/torch.json 2> %s/torch.err", TORCH_HEAD, weights, pkg, dir, dir);
-    cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)", dir);
-    snprintf(cmd, sizeof(cmd), "%s/torch.json", dir);
-    json_error_t e;
-    json_t *theirs = json_load_file(cmd, 0, &e);
-    cr_assert_not_null(theirs, "%s", e.text);
+    cr_assert_eq(tp_clef(dir, "train --package %s/package.json --run-dir %s/run "
+                              "--epochs 3 --lr 0.01 --quiet", pkg, dir), 0);
+}
 
-    // clef score with the memory attentions in each form (core/memattn.h)
+// torch_head.py's logits in `precision` for every record (caller decrefs).
+static json_t *torch_logits(const char *dir, const char *pkg,
+                            const char *weights, const char *precision)
+{
+    char cmd[8192], out[1024];
+    snprintf(out, sizeof(out), "%s/torch-%s.json", dir, precision);
+    snprintf(cmd, sizeof(cmd), PY " %s logits --weights %s --package "
+             "%s/package.json --precision %s > %s 2> %s/torch.err", TORCH_HEAD,
+             weights, pkg, precision, out, dir);
+    cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)", dir);
+    json_error_t e;
+    json_t *theirs = json_load_file(out, 0, &e);
+    cr_assert_not_null(theirs, "%s", e.text);
+    return theirs;
+}
+
+// `clef score` with the memory attentions in `mode` (core/memattn.h) and
+// `flags`: its logits per record (caller decrefs).
+static json_t *clef_scores(const char *dir, const char *pkg,
+                           const char *weights, const char *mode,
+                           const char *flags)
+{
+    setenv("CLEF_MEMORY_ATTENTION", mode, 1);
+    int rc = tp_clef(dir, "score --weights %s --package %s/package.json %s",
+                     weights, pkg, flags);
+    unsetenv("CLEF_MEMORY_ATTENTION");
+    cr_assert_eq(rc, 0, "clef score %s (%s)", flags, mode);
+    return clef_logits(dir);
+}
+
+// The largest |ours − theirs| over every logit, in units of `unit` times the
+// record's logit scale (its largest |logit| in theirs, at least 1).
+static double worst_diff(json_t *ours, json_t *theirs, double unit)
+{
+    cr_assert_eq(json_object_size(ours), json_object_size(theirs));
+    const char *rec;
+    json_t *zt;
+    double worst = 0;
+    json_object_foreach(theirs, rec, zt) {
+        json_t *zo = json_object_get(ours, rec);
+        cr_assert_not_null(zo, "clef score has no record %s", rec);
+        cr_assert_eq(json_array_size(zo), json_array_size(zt), "record %s", rec);
+        double scale = 1.0;
+        for (size_t i = 0; i < json_array_size(zt); i++)
+            scale = fmax(scale, fabs(json_number_value(json_array_get(zt, i))));
+        for (size_t i = 0; i < json_array_size(zt); i++) {
+            double a = json_number_value(json_array_get(zo, i));
+            double b = json_number_value(json_array_get(zt, i));
+            worst = fmax(worst, fabs(a - b) / (unit * scale));
+        }
+    }
+    return worst;
+}
+
+#define SKIP_WITHOUT_TORCH()                                                   \
+    do {                                                                       \
+        if (!have_torch())                                                     \
+            cr_skip_test(PY " cannot import torch and numpy (apt-get install " \
+                            "python3-torch python3-numpy): no PyTorch to "     \
+                            "compare with");                                   \
+    } while (0)
+
+// float32 forward against float64: a few hundred FLT_EPSILON of the logits'
+// scale covers the head's depth of rounding (measured 2-3)
+#define FP32_BOUND 256.0
+
+Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
+{
+    SKIP_WITHOUT_TORCH();
+    char *dir = tp_tmpdir();
+    char pkg[1024], weights[1024];
+    train_mixed(dir, pkg, weights);
+    json_t *theirs = torch_logits(dir, pkg, weights, "fp32");
     static const char *const modes[] = {"project", "absorb"};
     for (int m = 0; m < 2; m++) {
-        setenv("CLEF_MEMORY_ATTENTION", modes[m], 1);
-        cr_assert_eq(tp_clef(dir, "score --weights %s --package %s/package.json",
-                             weights, pkg), 0);
-        unsetenv("CLEF_MEMORY_ATTENTION");
-        json_t *ours = clef_logits(dir);
-        cr_assert_eq(json_object_size(ours), json_object_size(theirs));
-        const char *rec;
-        json_t *zt;
-        double worst = 0;
-        json_object_foreach(theirs, rec, zt) {
-            json_t *zo = json_object_get(ours, rec);
-            cr_assert_not_null(zo, "clef score has no record %s", rec);
-            cr_assert_eq(json_array_size(zo), json_array_size(zt), "record %s", rec);
-            double scale = 1.0;
-            for (size_t i = 0; i < json_array_size(zt); i++)
-                scale = fmax(scale, fabs(json_number_value(json_array_get(zt, i))));
-            for (size_t i = 0; i < json_array_size(zt); i++) {
-                double a = json_number_value(json_array_get(zo, i));
-                double b = json_number_value(json_array_get(zt, i));
-                // float32 forward against float64: a few hundred FLT_EPSILON of
-                // the logits' scale covers the head's depth of rounding
-                double err = fabs(a - b) / (FLT_EPSILON * scale);
-                worst = fmax(worst, err);
-                cr_expect(err <= 256, "%s: record %s logit %zu: clef %.9g, "
-                          "PyTorch %.9g (%.0f eps)", modes[m], rec, i, a, b, err);
-            }
-        }
+        json_t *ours = clef_scores(dir, pkg, weights, modes[m], "");
+        double worst = worst_diff(ours, theirs, FLT_EPSILON);
         fprintf(stderr, "[torch_parity] %s: worst logit difference: %.1f "
                         "FLT_EPSILON\n", modes[m], worst);
+        cr_expect(worst <= FP32_BOUND, "%s: clef and PyTorch logits differ by "
+                  "%.1f FLT_EPSILON of the scale", modes[m], worst);
         json_decref(ours);
     }
+    json_decref(theirs);
+    free(dir);
+}
+
+// bf16's unit roundoff ×2 (8 significant bits): the size of one operand's
+// rounding, and so of bf16 against fp32 logits
+#define BF16_UNIT (1.0 / 256)
+
+Test(torch_parity, bf16_scores_give_pytorch_bf16_logits, .timeout = 120)
+{
+    SKIP_WITHOUT_TORCH();
+    char *dir = tp_tmpdir();
+    char pkg[1024], weights[1024];
+    train_mixed(dir, pkg, weights);
+    json_t *theirs = torch_logits(dir, pkg, weights, "bf16");
+    json_t *proj = clef_scores(dir, pkg, weights, "project", "--precision bf16");
+    json_t *abs = clef_scores(dir, pkg, weights, "absorb", "--precision bf16");
+    json_t *fp32 = clef_scores(dir, pkg, weights, "project", "");
+    const double p = worst_diff(proj, theirs, FLT_EPSILON);
+    const double a = worst_diff(abs, theirs, BF16_UNIT);
+    const double f = worst_diff(fp32, theirs, FLT_EPSILON);
+    fprintf(stderr, "[torch_parity] bf16: projected %.1f FLT_EPSILON, absorbed "
+                    "%.3f bf16 units (%.0f FLT_EPSILON); fp32 logits %.0f "
+                    "FLT_EPSILON away\n", p, a, a * BF16_UNIT / FLT_EPSILON, f);
+    cr_expect(p <= FP32_BOUND, "bf16, memories projected: clef and PyTorch "
+              "differ by %.1f FLT_EPSILON of the scale", p);
+    cr_expect(a <= 4.0, "bf16, memories absorbed: clef and PyTorch differ by "
+              "%.3f bf16 units of the scale", a);
+    cr_expect(f > 4 * FP32_BOUND, "the fp32 logits are only %.1f FLT_EPSILON "
+              "from PyTorch's bf16 ones: the bound cannot tell bf16 from fp32", f);
+    json_decref(proj);
+    json_decref(abs);
+    json_decref(fp32);
     json_decref(theirs);
     free(dir);
 }
