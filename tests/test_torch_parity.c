@@ -8,12 +8,15 @@
 //   bf16_scores_give_pytorch_bf16_logits: `clef score --precision bf16`
 //       against torch_head.py --precision bf16, which rounds the operands of
 //       every linear map (MultiheadAttention's projections too) and x̂ to
-//       bf16 and computes the rest in float64: within the fp32 bound with the
-//       memories projected (the roundings are the same ones), and within
-//       bf16's own size in the absorbed form, which rounds other
-//       intermediates (core/memattn.h). The fp32 logits are checked to be
-//       farther from the bf16 ones than that bound, so the bound can tell a
-//       misplaced rounding.
+//       bf16 and computes the rest in float64: with the memories projected
+//       (the same roundings) all records but at most a third within the
+//       fp32 bound (a float32 value a hair from float64's may round to the
+//       other bf16 neighbour: measured on random geometries, up to 2 records
+//       of 6; none here on avx512_bf16, avx2 or scalar tables), and all within
+//       bf16's own scale, as in the absorbed form, which rounds other
+//       intermediates (core/memattn.h).
+//       Every record's fp32 logits must be farther than the fp32 bound from
+//       PyTorch's bf16 ones, so the bound can tell a misplaced rounding.
 // Needs Debian's python3-torch; skipped with the reason when it is missing.
 #include <criterion/criterion.h>
 #include <float.h>
@@ -105,13 +108,16 @@ static json_t *clef_scores(const char *dir, const char *pkg,
 }
 
 // The largest |ours − theirs| over every logit, in units of `unit` times the
-// record's logit scale (its largest |logit| in theirs, at least 1).
-static double worst_diff(json_t *ours, json_t *theirs, double unit)
+// record's logit scale (its largest |logit| in theirs, at least 1); *over:
+// how many records have a logit farther than `bound` such units.
+static double worst_diff(json_t *ours, json_t *theirs, double unit,
+                         double bound, int *over)
 {
     cr_assert_eq(json_object_size(ours), json_object_size(theirs));
     const char *rec;
     json_t *zt;
     double worst = 0;
+    *over = 0;
     json_object_foreach(theirs, rec, zt) {
         json_t *zo = json_object_get(ours, rec);
         cr_assert_not_null(zo, "clef score has no record %s", rec);
@@ -119,11 +125,14 @@ static double worst_diff(json_t *ours, json_t *theirs, double unit)
         double scale = 1.0;
         for (size_t i = 0; i < json_array_size(zt); i++)
             scale = fmax(scale, fabs(json_number_value(json_array_get(zt, i))));
+        double rw = 0;
         for (size_t i = 0; i < json_array_size(zt); i++) {
             double a = json_number_value(json_array_get(zo, i));
             double b = json_number_value(json_array_get(zt, i));
-            worst = fmax(worst, fabs(a - b) / (unit * scale));
+            rw = fmax(rw, fabs(a - b) / (unit * scale));
         }
+        *over += !(rw <= bound);
+        worst = fmax(worst, rw);
     }
     return worst;
 }
@@ -150,7 +159,8 @@ Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
     static const char *const modes[] = {"project", "absorb"};
     for (int m = 0; m < 2; m++) {
         json_t *ours = clef_scores(dir, pkg, weights, modes[m], "");
-        double worst = worst_diff(ours, theirs, FLT_EPSILON);
+        int over;
+        double worst = worst_diff(ours, theirs, FLT_EPSILON, FP32_BOUND, &over);
         fprintf(stderr, "[torch_parity] %s: worst logit difference: %.1f "
                         "FLT_EPSILON\n", modes[m], worst);
         cr_expect(worst <= FP32_BOUND, "%s: clef and PyTorch logits differ by "
@@ -175,18 +185,28 @@ Test(torch_parity, bf16_scores_give_pytorch_bf16_logits, .timeout = 120)
     json_t *proj = clef_scores(dir, pkg, weights, "project", "--precision bf16");
     json_t *abs = clef_scores(dir, pkg, weights, "absorb", "--precision bf16");
     json_t *fp32 = clef_scores(dir, pkg, weights, "project", "");
-    const double p = worst_diff(proj, theirs, FLT_EPSILON);
-    const double a = worst_diff(abs, theirs, BF16_UNIT);
-    const double f = worst_diff(fp32, theirs, FLT_EPSILON);
-    fprintf(stderr, "[torch_parity] bf16: projected %.1f FLT_EPSILON, absorbed "
-                    "%.3f bf16 units (%.0f FLT_EPSILON); fp32 logits %.0f "
-                    "FLT_EPSILON away\n", p, a, a * BF16_UNIT / FLT_EPSILON, f);
-    cr_expect(p <= FP32_BOUND, "bf16, memories projected: clef and PyTorch "
-              "differ by %.1f FLT_EPSILON of the scale", p);
-    cr_expect(a <= 4.0, "bf16, memories absorbed: clef and PyTorch differ by "
+    int po, ao, fo;
+    const double p = worst_diff(proj, theirs, FLT_EPSILON, FP32_BOUND, &po);
+    const double a = worst_diff(abs, theirs, BF16_UNIT, 1.0, &ao);
+    const double f = worst_diff(fp32, theirs, FLT_EPSILON, FP32_BOUND, &fo);
+    const int n = (int)json_object_size(theirs);
+    fprintf(stderr, "[torch_parity] bf16: projected %.1f FLT_EPSILON (%d of %d "
+                    "records past %.0f), absorbed %.3f bf16 units (%.0f "
+                    "FLT_EPSILON); fp32 logits %.0f FLT_EPSILON away\n", p, po,
+            n, FP32_BOUND, a, a * BF16_UNIT / FLT_EPSILON, f);
+    // A float32 sum a hair from float64's can round to the other bf16 value:
+    // that record then differs at bf16's scale. A misplaced or missing
+    // rounding moves every record that reads it.
+    cr_expect(3 * po <= n, "bf16, memories projected: %d of %d records differ "
+              "from PyTorch's by more than %.0f FLT_EPSILON of the scale "
+              "(worst %.1f)", po, n, FP32_BOUND, p);
+    cr_expect(p * FLT_EPSILON <= BF16_UNIT, "bf16, memories projected: a "
+              "record differs from PyTorch's by %.1f FLT_EPSILON", p);
+    cr_expect(ao == 0, "bf16, memories absorbed: clef and PyTorch differ by "
               "%.3f bf16 units of the scale", a);
-    cr_expect(f > 4 * FP32_BOUND, "the fp32 logits are only %.1f FLT_EPSILON "
-              "from PyTorch's bf16 ones: the bound cannot tell bf16 from fp32", f);
+    cr_expect(fo == n, "only %d of %d records' fp32 logits are farther than "
+              "%.0f FLT_EPSILON from PyTorch's bf16 ones: the bound cannot "
+              "tell bf16 from fp32", fo, n, FP32_BOUND);
     json_decref(proj);
     json_decref(abs);
     json_decref(fp32);
