@@ -13,6 +13,8 @@ Two uses:
             torch_head.py logits --weights W.safetensors --package P/package.json
                   [--precision bf16]  (clef score --precision bf16's
                   roundings, with the memory attentions projected)
+  grads   : the loss gradient of a package's train records as one batch,
+            per tensor, as JSON (same flags as logits)
 
 Needs Debian's python3-torch and python3-numpy only (no safetensors package:
 the format is read by hand).
@@ -32,6 +34,60 @@ import torch.nn.functional as F
 
 LN100 = math.log(100.0)
 QTYPES = {"noul": 0, "choice": 1, "score": 2}
+
+
+# ---- clef --precision bf16, in float64 ----
+def to_bf16(x):
+    """x rounded to bf16 (nearest even) from its float32 value, as clef
+    rounds its float32 operands, kept in x's dtype."""
+    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
+
+
+class LinearBF16(torch.autograd.Function):
+    """y = x Wᵀ + b with both operands rounded to bf16, the products and sums
+    exact (float64): clef's forward product; backward, clef's two products
+    on the rounded output gradient (dx = dy W, dW = dyᵀ x, operands rounded
+    again) and the bias gradient from the float dy."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        xr, wr = to_bf16(x), to_bf16(w)
+        ctx.save_for_backward(xr, wr)
+        ctx.has_bias = b is not None
+        y = torch.matmul(xr, wr.t())
+        return y if b is None else y + b
+
+    @staticmethod
+    def backward(ctx, gy):
+        xr, wr = ctx.saved_tensors
+        g = to_bf16(gy)
+        gx = torch.matmul(g, wr)
+        gw = g.reshape(-1, g.shape[-1]).t() @ xr.reshape(-1, xr.shape[-1])
+        gb = gy.reshape(-1, gy.shape[-1]).sum(0) if ctx.has_bias else None
+        return gx, gw, gb
+
+
+def bf16_linear(x, w, b=None):
+    return LinearBF16.apply(x, w, b)
+
+
+class MemoryBF16(torch.autograd.Function):
+    """M = bf16(X) bf16(W_m)ᵀ with X = x̂ γ + β, x̂ already bf16, and clef's
+    backward of it (core/backward.c: dX is never formed): D = bf16(dM)ᵀ x̂,
+    c = Σ_t dM, dW_m = D ⊙ γ + c βᵀ, dγ = Σ_j W_m ⊙ D, dβ = cᵀ W_m."""
+
+    @staticmethod
+    def forward(ctx, x16, gamma, beta, W):
+        ctx.save_for_backward(x16, gamma, beta, W)
+        return torch.matmul(to_bf16(x16 * gamma + beta), to_bf16(W).t())
+
+    @staticmethod
+    def backward(ctx, dM):
+        x16, gamma, beta, W = ctx.saved_tensors
+        D = to_bf16(dM).t() @ x16
+        c = dM.sum(0)
+        dW = D * gamma + c[:, None] * beta[None, :]
+        return None, (W * D).sum(0), c @ W, dW
 
 
 class EvidenceLayer(nn.Module):
@@ -75,17 +131,21 @@ class JointSchemaHead(nn.Module):
         self.residual_scorer = nn.Sequential(nn.Linear(4 * w, w), nn.GELU(),
                                              nn.Dropout(0.0), nn.Linear(w, 1))
 
-    def forward(self, rec, round_xhat=None):
+    def forward(self, rec, bf16=False):
         """rec: H (T,d), lex (O,d), qspans, ospans, owner (O), qtype (Q).
-        round_xhat: None, or how clef --precision bf16 keeps x̂ (the
-        normalized hidden states): rounded once, read by the memory and g;
-        the span means were taken before, from x̂ itself."""
+        bf16: clef --precision bf16 (with F.linear = bf16_linear): x̂, the
+        normalized hidden states, kept rounded and read by the memory and g;
+        the span means taken before, from x̂ itself."""
         X = Xs = self.hidden_norm(rec["H"])
-        if round_xhat is not None:
+        if bf16:
             ln = self.hidden_norm
-            xhat = F.layer_norm(rec["H"], ln.normalized_shape, eps=ln.eps)
-            X = round_xhat(xhat) * ln.weight + ln.bias
-        M = self.memory_projection(X)
+            x16 = to_bf16(F.layer_norm(rec["H"], ln.normalized_shape,
+                                       eps=ln.eps))
+            X = x16 * ln.weight + ln.bias
+            M = MemoryBF16.apply(x16, ln.weight, ln.bias,
+                                 self.memory_projection.weight)
+        else:
+            M = self.memory_projection(X)
         qv = torch.stack([Xs[s:e].mean(0) for s, e in rec["qspans"]])
         ctx = torch.stack([Xs[s:e].mean(0) for s, e in rec["ospans"]])
         g = X[-1]
@@ -196,24 +256,12 @@ def load_package(manifest):
     return man, recs
 
 
-def to_bf16(x):
-    """x rounded to bf16 (nearest even) from its float32 value, as clef
-    rounds its float32 operands, kept in x's dtype."""
-    return x.to(torch.float32).to(torch.bfloat16).to(x.dtype)
-
-
-def bf16_linear(x, w, b=None):
-    """clef --precision bf16's products: both operands rounded to bf16, the
-    products and their sums exact here (float64), the bias added after."""
-    y = torch.matmul(to_bf16(x), to_bf16(w).t())
-    return y if b is None else y + b
-
-
-def cmd_logits(a):
+def load_head(a):
+    """The head of a.weights in float64, in a.precision: bf16 routes every
+    linear map through bf16_linear, MultiheadAttention's projections too
+    (torch.nn.functional's own calls resolve `linear` at call time); the
+    attention's scores and weighted sums stay float, as in clef."""
     if a.precision == "bf16":
-        # every linear map, including MultiheadAttention's projections
-        # (torch.nn.functional's own calls resolve `linear` at call time);
-        # the attention's scores and weighted sums stay float, as in clef
         F.linear = bf16_linear
     tensors, meta = read_safetensors(a.weights)
     cfg = json.loads(meta["head"])
@@ -223,6 +271,11 @@ def cmd_logits(a):
     state = {k: torch.tensor(v, dtype=torch.float64) for k, v in tensors.items()}
     head.load_state_dict(state, strict=True)  # the reference's own names
     head.eval()
+    return head
+
+
+def cmd_logits(a):
+    head = load_head(a)
     _, recs = load_package(a.package)
     out = {}
     bf16 = a.precision == "bf16"
@@ -230,9 +283,41 @@ def cmd_logits(a):
     # does not call F.linear) is off: it is whenever a weight requires grad
     with torch.set_grad_enabled(bf16):
         for r in recs:
-            z = head(r, to_bf16 if bf16 else None)
-            out[r["id"]] = z.detach().tolist()
+            out[r["id"]] = head(r, bf16).detach().tolist()
     json.dump(out, sys.stdout)
+    print()
+
+
+def record_targets(r):
+    """(option indices, target distribution) of each question with a label
+    or a target: the questions HEAD.md §6's N counts."""
+    out = []
+    for q, question in enumerate(r["questions"]):
+        idx = r["opts"][q]
+        if "target" in question:
+            y = torch.tensor(question["target"], dtype=torch.float64)
+        elif "label" in question:
+            lab = question["label"]
+            if isinstance(lab, str):
+                lab = question["options"].index(lab)
+            y = F.one_hot(torch.tensor(lab), len(idx)).double()
+        else:
+            continue
+        out.append((idx, y))
+    return out
+
+
+def cmd_grads(a):
+    """The gradient of the plain grouped loss over the package's train
+    records as one batch, per tensor (flattened), as JSON."""
+    head = load_head(a)
+    man, recs = load_package(a.package)
+    train = [r for r, m in zip(recs, man["records"]) if m["split"] == "train"]
+    bf16 = a.precision == "bf16"
+    loss = grouped_loss([(head(r, bf16), record_targets(r)) for r in train])
+    loss.backward()
+    json.dump({n: p.grad.flatten().tolist()
+               for n, p in head.named_parameters()}, sys.stdout)
     print()
 
 
@@ -291,13 +376,16 @@ def main():
                           ("threads", 1), ("steps", 100), ("warmup", 5)):
         t.add_argument("--" + name, type=int, default=default)
     lg = sub.add_parser("logits")
-    lg.add_argument("--weights", required=True)
-    lg.add_argument("--package", required=True)
-    lg.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                    help="bf16: clef --precision bf16's rounding of every "
-                         "linear map's operands and of x̂")
+    gr = sub.add_parser("grads")
+    for q in (lg, gr):
+        q.add_argument("--weights", required=True)
+        q.add_argument("--package", required=True)
+        q.add_argument("--precision", choices=("fp32", "bf16"),
+                       default="fp32",
+                       help="bf16: clef --precision bf16's rounding of "
+                            "every linear map's operands and of x̂")
     a = p.parse_args()
-    {"time": cmd_time, "logits": cmd_logits}[a.cmd](a)
+    {"time": cmd_time, "logits": cmd_logits, "grads": cmd_grads}[a.cmd](a)
 
 
 if __name__ == "__main__":

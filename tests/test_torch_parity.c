@@ -17,6 +17,8 @@
 //       intermediates (core/memattn.h).
 //       Every record's fp32 logits must be farther than the fp32 bound from
 //       PyTorch's bf16 ones, so the bound can tell a misplaced rounding.
+//   bf16_update_follows_pytorch_bf16_gradient: one AdamW update in fp32 and
+//       in bf16 against torch_head.py grads in each precision (below).
 // Needs Debian's python3-torch; skipped with the reason when it is missing.
 #include <criterion/criterion.h>
 #include <float.h>
@@ -26,7 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "head.h"
 #include "util_package.h"
+#include "weights.h"
 
 #define PY "/usr/bin/python3"
 #define TORCH_HEAD CLEF_TEST_DATA "/../bench/torch_head.py"
@@ -211,5 +215,153 @@ Test(torch_parity, bf16_scores_give_pytorch_bf16_logits, .timeout = 120)
     json_decref(abs);
     json_decref(fp32);
     json_decref(theirs);
+    free(dir);
+}
+
+// ---- one bf16 update against PyTorch's bf16 gradient ----
+//
+// bf16_update_follows_pytorch_bf16_gradient: from the trained weights W0,
+// one `clef train --precision bf16` update of the mixed package's train
+// records as one batch (memories projected), at lr 1000, eps 1 and no decay:
+// AdamW's first step is then u = W0 − W1 = lr g/(|g| + 1) ≈ 1000 g per
+// element (HEAD.md §8), far above W0's own rounding. torch_head.py grads
+// --precision bf16 gives g with clef's bf16 roundings in both passes (every
+// linear map's products, and the memory's D = bf16(dM)ᵀ x̂ of
+// core/backward.c). Each tensor's worst |u_clef − u_PyTorch| is measured in
+// FLT_EPSILON of its scale (its largest |u|, at least 1e-3 of the largest
+// of any tensor: a gradient that cancels to zero, as a logit bias's within
+// a softmax, has no scale of its own). The fp32 update against the fp32
+// gradient is the reference the bounds come from; the fp32 update against
+// the bf16 gradient must be far outside them.
+#define UPDATE_LR 1000.0
+
+// One update from w0 in `precision` into dir/<precision>-step.
+static void one_update(const char *dir, const char *pkg, const char *w0,
+                       const char *precision)
+{
+    setenv("CLEF_MEMORY_ATTENTION", "project", 1);
+    int rc = tp_clef(dir, "train --package %s/package.json --run-dir "
+                          "%s/%s-step --init %s --precision %s --epochs 1 "
+                          "--batch 4 --lr %g --eps 1 --weight-decay 0 --quiet",
+                     pkg, dir, precision, w0, precision, UPDATE_LR);
+    unsetenv("CLEF_MEMORY_ATTENTION");
+    cr_assert_eq(rc, 0, "one %s update", precision);
+}
+
+// torch_head.py's gradient in `precision`, per tensor (caller decrefs).
+static json_t *torch_grads(const char *dir, const char *pkg, const char *w0,
+                           const char *precision)
+{
+    char cmd[8192], out[1024];
+    snprintf(out, sizeof(out), "%s/grads-%s.json", dir, precision);
+    snprintf(cmd, sizeof(cmd), PY " %s grads --weights %s --package "
+             "%s/package.json --precision %s > %s 2> %s/torch.err", TORCH_HEAD,
+             w0, pkg, precision, out, dir);
+    cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)", dir);
+    json_error_t e;
+    json_t *g = json_load_file(out, 0, &e);
+    cr_assert_not_null(g, "%s", e.text);
+    return g;
+}
+
+static double u_of(double g) { return UPDATE_LR * g / (fabs(g) + 1.0); }
+
+// err[i] for each of h0's tensors: see above. Returns the tensor count.
+static int update_errors(const clef_head *h0, const char *w1, json_t *grads,
+                         double *err)
+{
+    clef_head h1;
+    clef_err e = {0};
+    cr_assert_eq(clef_weights_load(w1, 2, &h1, &e), 0, "%s", e.msg);
+    cr_assert_eq(h1.nparams, h0->nparams);
+    double top = 0;
+    for (int i = 0; i < h0->ntensors; i++) {
+        json_t *g = json_object_get(grads, h0->tensors[i].name);
+        cr_assert(json_array_size(g) == h0->tensors[i].numel, "%s",
+                  h0->tensors[i].name);
+        for (size_t j = 0; j < json_array_size(g); j++)
+            top = fmax(top, fabs(u_of(json_number_value(json_array_get(g, j)))));
+    }
+    for (int i = 0; i < h0->ntensors; i++) {
+        const clef_tensor_info *t = &h0->tensors[i];
+        json_t *g = json_object_get(grads, t->name);
+        double scale = 1e-3 * top, worst = 0;
+        for (size_t j = 0; j < t->numel; j++)
+            scale = fmax(scale, fabs(u_of(json_number_value(json_array_get(g, j)))));
+        for (size_t j = 0; j < t->numel; j++) {
+            const double uc = (double)h0->params[t->offset + j] -
+                              (double)h1.params[t->offset + j];
+            const double ut = u_of(json_number_value(json_array_get(g, j)));
+            worst = fmax(worst, fabs(uc - ut));
+        }
+        err[i] = worst / (scale * FLT_EPSILON);
+    }
+    clef_head_free(&h1);
+    return h0->ntensors;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// median and largest of err (n), sorted in place
+static void summary(double *err, int n, double *median, double *worst)
+{
+    qsort(err, (size_t)n, sizeof *err, cmp_double);
+    *median = err[n / 2];
+    *worst = err[n - 1];
+}
+
+Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
+{
+    SKIP_WITHOUT_TORCH();
+    char *dir = tp_tmpdir();
+    char pkg[1024], w0[1024], w1[2][1024];
+    train_mixed(dir, pkg, w0);
+    clef_head h0;
+    clef_err e = {0};
+    cr_assert_eq(clef_weights_load(w0, 2, &h0, &e), 0, "%s", e.msg);
+    static const char *const prec[2] = {"fp32", "bf16"};
+    json_t *g[2];
+    for (int p = 0; p < 2; p++) {
+        one_update(dir, pkg, w0, prec[p]);
+        snprintf(w1[p], sizeof(w1[p]), "%s/%s-step/weights.safetensors", dir,
+                 prec[p]);
+        g[p] = torch_grads(dir, pkg, w0, prec[p]);
+    }
+    const int n = h0.ntensors;
+    double *err[3], med[3], worst[3];
+    static const char *const what[3] = {"fp32 update, fp32 gradient",
+                                        "bf16 update, bf16 gradient",
+                                        "fp32 update, bf16 gradient"};
+    for (int c = 0; c < 3; c++) {
+        err[c] = malloc(sizeof(double) * (size_t)n);
+        update_errors(&h0, w1[c == 1], g[c >= 1], err[c]);
+        summary(err[c], n, &med[c], &worst[c]);
+        fprintf(stderr, "[torch_parity] %s: %d tensors, median %.0f, worst "
+                        "%.0f FLT_EPSILON\n", what[c], n, med[c], worst[c]);
+    }
+    // fp32: the logits' bound (measured worst 6). bf16: the same bound for
+    // the median tensor, and an eighth of bf16's unit for the worst, room for
+    // a rounding that float64's puts on the other bf16 neighbour (measured
+    // worst 4 here; on a d = 96, w = 64 head 1,494 of 86 tensors, median 132).
+    // Against the bf16 gradient the fp32 update's median tensor is measured
+    // at 46,460: it must stay 4 such eighths away.
+    const double eighth = BF16_UNIT / 8 / FLT_EPSILON; // 4096
+    cr_expect(worst[0] <= FP32_BOUND, "fp32 update: a tensor %.0f FLT_EPSILON "
+              "from PyTorch's", worst[0]);
+    cr_expect(med[1] <= FP32_BOUND && worst[1] <= eighth, "bf16 update: "
+              "median tensor %.0f, worst %.0f FLT_EPSILON from PyTorch's bf16 "
+              "gradient", med[1], worst[1]);
+    cr_expect(med[2] > 4 * eighth, "the fp32 update's median tensor is only "
+              "%.0f FLT_EPSILON from PyTorch's bf16 gradient: the bounds cannot "
+              "tell bf16 from fp32", med[2]);
+    for (int c = 0; c < 3; c++)
+        free(err[c]);
+    for (int p = 0; p < 2; p++)
+        json_decref(g[p]);
+    clef_head_free(&h0);
     free(dir);
 }
