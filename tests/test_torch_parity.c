@@ -81,15 +81,16 @@ static void train_mixed(const char *dir, char *pkg, char *weights)
                               "--epochs 3 --lr 0.01 --quiet", pkg, dir), 0);
 }
 
-// torch_head.py's logits in `precision` for every record (caller decrefs).
-static json_t *torch_logits(const char *dir, const char *pkg,
-                            const char *weights, const char *precision)
+// torch_head.py's `what` (logits: per record; grads: per tensor) in
+// `precision` for the package and weights (caller decrefs).
+static json_t *torch_json(const char *dir, const char *what, const char *pkg,
+                          const char *weights, const char *precision)
 {
     char cmd[8192], out[1024];
-    snprintf(out, sizeof(out), "%s/torch-%s.json", dir, precision);
-    snprintf(cmd, sizeof(cmd), PY " %s logits --weights %s --package "
+    snprintf(out, sizeof(out), "%s/torch-%s-%s.json", dir, what, precision);
+    snprintf(cmd, sizeof(cmd), PY " %s %s --weights %s --package "
              "%s/package.json --precision %s > %s 2> %s/torch.err", TORCH_HEAD,
-             weights, pkg, precision, out, dir);
+             what, weights, pkg, precision, out, dir);
     cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)", dir);
     json_error_t e;
     json_t *theirs = json_load_file(out, 0, &e);
@@ -159,7 +160,7 @@ Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
     char *dir = tp_tmpdir();
     char pkg[1024], weights[1024];
     train_mixed(dir, pkg, weights);
-    json_t *theirs = torch_logits(dir, pkg, weights, "fp32");
+    json_t *theirs = torch_json(dir, "logits", pkg, weights, "fp32");
     static const char *const modes[] = {"project", "absorb"};
     for (int m = 0; m < 2; m++) {
         json_t *ours = clef_scores(dir, pkg, weights, modes[m], "");
@@ -185,7 +186,7 @@ Test(torch_parity, bf16_scores_give_pytorch_bf16_logits, .timeout = 120)
     char *dir = tp_tmpdir();
     char pkg[1024], weights[1024];
     train_mixed(dir, pkg, weights);
-    json_t *theirs = torch_logits(dir, pkg, weights, "bf16");
+    json_t *theirs = torch_json(dir, "logits", pkg, weights, "bf16");
     json_t *proj = clef_scores(dir, pkg, weights, "project", "--precision bf16");
     json_t *abs = clef_scores(dir, pkg, weights, "absorb", "--precision bf16");
     json_t *fp32 = clef_scores(dir, pkg, weights, "project", "");
@@ -246,22 +247,6 @@ static void one_update(const char *dir, const char *pkg, const char *w0,
                      pkg, dir, precision, w0, precision, UPDATE_LR);
     unsetenv("CLEF_MEMORY_ATTENTION");
     cr_assert_eq(rc, 0, "one %s update", precision);
-}
-
-// torch_head.py's gradient in `precision`, per tensor (caller decrefs).
-static json_t *torch_grads(const char *dir, const char *pkg, const char *w0,
-                           const char *precision)
-{
-    char cmd[8192], out[1024];
-    snprintf(out, sizeof(out), "%s/grads-%s.json", dir, precision);
-    snprintf(cmd, sizeof(cmd), PY " %s grads --weights %s --package "
-             "%s/package.json --precision %s > %s 2> %s/torch.err", TORCH_HEAD,
-             w0, pkg, precision, out, dir);
-    cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)", dir);
-    json_error_t e;
-    json_t *g = json_load_file(out, 0, &e);
-    cr_assert_not_null(g, "%s", e.text);
-    return g;
 }
 
 static double u_of(double g) { return UPDATE_LR * g / (fabs(g) + 1.0); }
@@ -329,7 +314,7 @@ Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
         one_update(dir, pkg, w0, prec[p]);
         snprintf(w1[p], sizeof(w1[p]), "%s/%s-step/weights.safetensors", dir,
                  prec[p]);
-        g[p] = torch_grads(dir, pkg, w0, prec[p]);
+        g[p] = torch_json(dir, "grads", pkg, w0, prec[p]);
     }
     const int n = h0.ntensors;
     double *err[3], med[3], worst[3];
