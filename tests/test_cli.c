@@ -570,6 +570,38 @@ Test(cli, non_finite_loss_exits_1, .timeout = 60)
     tp_rmdir(dir);
 }
 
+// --epochs 0: no update; the run exports the initial weights as they are
+// (it used to stop itself with SIGKILL: the tests' kill-at-step fault hook
+// took an unset step, 0, for a request to die at checkpoint 0).
+Test(cli, zero_epochs_export_the_initial_weights, .timeout = 60)
+{
+    char *dir = tp_tmpdir();
+    char *pkg = file_in(dir, "pkg");
+    cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0);
+    int rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
+                          "%s/run --init %s/init.safetensors --epochs 0 "
+                          "--json-out %s/r.json",
+                     pkg, dir, pkg, dir);
+    cr_assert_eq(rc, 0, "%s", tp_err(dir));
+    json_t *r = tp_load_json(file_in(dir, "r.json"));
+    cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
+    cr_expect_eq(json_integer_value(json_object_get(r, "completed_steps")), 0);
+    json_decref(r);
+    clef_head a, b;
+    clef_err err = {0};
+    cr_assert_eq(clef_weights_load(file_in(pkg, "init.safetensors"), 2, &a,
+                                   &err), 0, "%s", err.msg);
+    cr_assert_eq(clef_weights_load(file_in(file_in(dir, "run"),
+                                           "weights.safetensors"),
+                                   2, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.nparams, b.nparams);
+    cr_expect(memcmp(a.params, b.params, sizeof(float) * a.nparams) == 0,
+              "the exported weights are not the initial ones");
+    clef_head_free(&a);
+    clef_head_free(&b);
+    tp_rmdir(dir);
+}
+
 // Every broken package: exit 2, its own message, and no run dir.
 Test(cli, broken_catalogue, .timeout = 120)
 {
