@@ -68,8 +68,11 @@ static json_t *clef_logits(const char *dir)
     return out;
 }
 
-// The trained run of the mixed package in dir: dir/pkg, dir/run/weights.
-static void train_mixed(const char *dir, char *pkg, char *weights)
+// The mixed package in dir/pkg and clef's weights after `epochs` epochs
+// of fp32 training in dir/run/weights (epochs 0: the seeded fresh head, the
+// same bits on every machine, where trained weights differ in their last
+// bits with the machine's kernels).
+static void mixed_run(const char *dir, int epochs, char *pkg, char *weights)
 {
     char cmd[4096];
     snprintf(pkg, 1024, "%s/pkg", dir);
@@ -78,7 +81,8 @@ static void train_mixed(const char *dir, char *pkg, char *weights)
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(tp_write_mixed_package(pkg), 0);
     cr_assert_eq(tp_clef(dir, "train --package %s/package.json --run-dir %s/run "
-                              "--epochs 3 --lr 0.01 --quiet", pkg, dir), 0);
+                              "--epochs %d --lr 0.01 --quiet", pkg, dir, epochs),
+                 0);
 }
 
 // torch_head.py's `what` (logits: per record; grads: per tensor) in
@@ -159,7 +163,7 @@ Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
     SKIP_WITHOUT_TORCH();
     char *dir = tp_tmpdir();
     char pkg[1024], weights[1024];
-    train_mixed(dir, pkg, weights);
+    mixed_run(dir, 3, pkg, weights);
     json_t *theirs = torch_json(dir, "logits", pkg, weights, "fp32");
     static const char *const modes[] = {"project", "absorb"};
     for (int m = 0; m < 2; m++) {
@@ -185,7 +189,8 @@ Test(torch_parity, bf16_scores_give_pytorch_bf16_logits, .timeout = 120)
     SKIP_WITHOUT_TORCH();
     char *dir = tp_tmpdir();
     char pkg[1024], weights[1024];
-    train_mixed(dir, pkg, weights);
+    mixed_run(dir, 0, pkg, weights); // fresh: bf16's roundings see the same
+                                     // values on every machine
     json_t *theirs = torch_json(dir, "logits", pkg, weights, "bf16");
     json_t *proj = clef_scores(dir, pkg, weights, "project", "--precision bf16");
     json_t *abs = clef_scores(dir, pkg, weights, "absorb", "--precision bf16");
@@ -304,16 +309,7 @@ Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
     SKIP_WITHOUT_TORCH();
     char *dir = tp_tmpdir();
     char pkg[1024], w0[1024], w1[2][1024];
-    // W0: the package's fresh head (clef's own seeded generator), the same
-    // bits on every machine, unlike trained weights
-    char cmd[4096];
-    snprintf(pkg, sizeof(pkg), "%s/pkg", dir);
-    snprintf(w0, sizeof(w0), "%s/init/weights.safetensors", dir);
-    snprintf(cmd, sizeof(cmd), "mkdir -p %s", pkg);
-    cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(tp_write_mixed_package(pkg), 0);
-    cr_assert_eq(tp_clef(dir, "train --package %s/package.json --run-dir "
-                              "%s/init --epochs 0 --quiet", pkg, dir), 0);
+    mixed_run(dir, 0, pkg, w0); // W0: the seeded fresh head
     clef_head h0;
     clef_err e = {0};
     cr_assert_eq(clef_weights_load(w0, 2, &h0, &e), 0, "%s", e.msg);
