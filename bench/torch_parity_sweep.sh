@@ -15,15 +15,15 @@ for it in $(seq 1 ${2:-6}); do
   h=$((RANDOM % 4 + 1)); w=$(( (RANDOM % 24 + 4) * h )); d=$((RANDOM % 300 + 3)); f=$((RANDOM % 200 + 3))
   T=$((RANDOM % 120 + 3)); L=$((RANDOM % 2 + 1)); R=$((RANDOM % 2 + 1)); Q=$((RANDOM % 3 + 1)); N=$((RANDOM % 4 + 1))
   g="d=$d w=$w h=$h f=$f T=$T R=$R L=$L Q=$Q N=$N"
-  rm -rf p$it r$it; $C fixture --out p$it --records 5 --validation 1 --hidden $d --width $w --heads $h --feedforward $f --positions $T --routing-layers $R --layers $L --questions $Q --options $N --seed $it >/dev/null 2>&1 || { echo "fixture fail $g"; continue; }
-  $C train --package p$it/package.json --run-dir r$it --epochs 2 --lr 0.01 --quiet >/dev/null 2>&1 || { echo "train fail $g"; continue; }
+  rm -rf p$it r$it; "$C" fixture --out p$it --records 5 --validation 1 --hidden $d --width $w --heads $h --feedforward $f --positions $T --routing-layers $R --layers $L --questions $Q --options $N --seed $it >/dev/null 2>&1 || { echo "fixture fail $g"; continue; }
+  "$C" train --package p$it/package.json --run-dir r$it --epochs 2 --lr 0.01 --quiet >/dev/null 2>&1 || { echo "train fail $g"; continue; }
   W=r$it/weights.safetensors
-  /usr/bin/python3 $TH logits --weights $W --package p$it/package.json > t32-$it.json
-  /usr/bin/python3 $TH logits --weights $W --package p$it/package.json --precision bf16 > t16-$it.json
-  CLEF_MEMORY_ATTENTION=project $C score --weights $W --package p$it/package.json > c32-$it.jsonl
-  CLEF_MEMORY_ATTENTION=project $C score --weights $W --package p$it/package.json --precision bf16 > c16p-$it.jsonl
-  CLEF_MEMORY_ATTENTION=absorb $C score --weights $W --package p$it/package.json --precision bf16 > c16a-$it.jsonl
-  for be in scalar avx2 onednn; do CLEF_MEMORY_ATTENTION=project $C score --weights $W --package p$it/package.json --precision bf16 --backend $be > c16p-$be-$it.jsonl 2>/dev/null; done
+  /usr/bin/python3 "$TH" logits --weights $W --package p$it/package.json > t32-$it.json
+  /usr/bin/python3 "$TH" logits --weights $W --package p$it/package.json --precision bf16 > t16-$it.json
+  CLEF_MEMORY_ATTENTION=project "$C" score --weights $W --package p$it/package.json > c32-$it.jsonl
+  CLEF_MEMORY_ATTENTION=project "$C" score --weights $W --package p$it/package.json --precision bf16 > c16p-$it.jsonl
+  CLEF_MEMORY_ATTENTION=absorb "$C" score --weights $W --package p$it/package.json --precision bf16 > c16a-$it.jsonl
+  for be in scalar avx2 onednn; do CLEF_MEMORY_ATTENTION=project "$C" score --weights $W --package p$it/package.json --precision bf16 --backend $be > c16p-$be-$it.jsonl 2>/dev/null; done
   /usr/bin/python3 - "$g" $it <<'PY'
 import json, sys
 g, it = sys.argv[1], sys.argv[2]
@@ -55,8 +55,8 @@ PY
   # W − W1 = 1000 g/(|g| + 1) per element (tests/test_torch_parity.c)
   for pr in fp32 bf16; do
     rm -rf u$pr-$it
-    CLEF_MEMORY_ATTENTION=project $C train --package p$it/package.json --run-dir u$pr-$it --init $W --precision $pr --epochs 1 --batch 5 --lr 1000 --eps 1 --weight-decay 0 --quiet >/dev/null 2>&1 || echo "update fail $g $pr"
-    /usr/bin/python3 $TH grads --weights $W --package p$it/package.json --precision $pr > g$pr-$it.json
+    CLEF_MEMORY_ATTENTION=project "$C" train --package p$it/package.json --run-dir u$pr-$it --init $W --precision $pr --epochs 1 --batch 5 --lr 1000 --eps 1 --weight-decay 0 --quiet >/dev/null 2>&1 || echo "update fail $g $pr"
+    /usr/bin/python3 "$TH" grads --weights $W --package p$it/package.json --precision $pr > g$pr-$it.json
   done
   PYTHONPATH=$ROOT/bench /usr/bin/python3 - "$g" $it $W <<'PY'
 import json, sys
