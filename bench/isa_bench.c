@@ -1,7 +1,8 @@
 // isa_bench: the ISA backends' performance goals, measured directly
 // (one thread, CPU time, best of N), independent of clef-bench:
 //   gemm  GFLOP/s of clef_f32_gemm_{nt,nn,tn}_* (avx512, avx2) against
-//         oneDNN's dnnl_sgemm at the head's mid and released shapes
+//         oneDNN's dnnl_sgemm at the head's mid and released shapes, and
+//         at the released head's few-row products (rows-nb, -Q, -O)
 //   bw    GB/s of layernorm, GELU, AdamW and softmax against memcpy at a size
 //         far beyond L2 (16 Mi floats per tensor)
 //
@@ -88,6 +89,24 @@ static int bench_gemm(void)
                        tabs[t]->names[l], fl / tc * 1e-9, fl / td * 1e-9,
                        100.0 * td / tc);
             }
+        // the released head's few-row products (batch 4: nb = 4 records,
+        // Q = 32 questions, O = 128 options): a whole weight against the
+        // records' g, the questions' qv or the options' rows, forward (nt,
+        // W (N, K)) and their input gradients (nn, W (K, N))
+        static const struct { const char *shape; layout l; int M, N, K; } r[] = {
+            {"rows-nb", NT, 4, 1024, 5120},  {"rows-nb", NN, 4, 5120, 1024},
+            {"rows-Q", NT, 32, 1024, 5120},  {"rows-Q", NN, 32, 5120, 1024},
+            {"rows-Q", NT, 32, 4096, 1024},  {"rows-Q", NN, 32, 1024, 4096},
+            {"rows-O", NT, 128, 1024, 5120}, {"rows-O", NN, 128, 5120, 1024},
+        };
+        for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+            double tc, td, fl = 2.0 * r[i].M * r[i].N * r[i].K;
+            time_gemm(tabs[t], r[i].l, r[i].M, r[i].N, r[i].K, &tc, &td);
+            printf("%-8s %-9s %-3s %5d %5d %5d %-32s %9.1f %9.1f %6.1f%%\n",
+                   clef_isa_name(isas[t]), r[i].shape, lname[r[i].l], r[i].M,
+                   r[i].N, r[i].K, tabs[t]->names[r[i].l], fl / tc * 1e-9,
+                   fl / td * 1e-9, 100.0 * td / tc);
+        }
     }
     return 0;
 }
