@@ -62,6 +62,17 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
     free(A), free(B), free(C);
 }
 
+// One row of the gemm table: op l at (M, N, K) on table k against oneDNN.
+static void gemm_row(const clef_kernels *k, int isa, const char *shape,
+                     layout l, int M, int N, int K)
+{
+    double tc, td, fl = 2.0 * M * N * K;
+    time_gemm(k, l, M, N, K, &tc, &td);
+    printf("%-8s %-9s %-3s %5d %5d %5d %-32s %9.1f %9.1f %6.1f%%\n",
+           clef_isa_name(isa), shape, lname[l], M, N, K, k->names[l],
+           fl / tc * 1e-9, fl / td * 1e-9, 100.0 * td / tc);
+}
+
 static int bench_gemm(void)
 {
     // the head's GEMMs (clef-bench shapes): the memory projection forward
@@ -82,12 +93,7 @@ static int bench_gemm(void)
                 int M = l == TN ? s[si].w : s[si].T;
                 int N = l == NT ? s[si].w : s[si].d;
                 int K = l == NT ? s[si].d : l == NN ? s[si].w : s[si].T;
-                double tc, td, fl = 2.0 * M * N * K;
-                time_gemm(tabs[t], (layout)l, M, N, K, &tc, &td);
-                printf("%-8s %-9s %-3s %5d %5d %5d %-32s %9.1f %9.1f %6.1f%%\n",
-                       clef_isa_name(isas[t]), s[si].shape, lname[l], M, N, K,
-                       tabs[t]->names[l], fl / tc * 1e-9, fl / td * 1e-9,
-                       100.0 * td / tc);
+                gemm_row(tabs[t], isas[t], s[si].shape, (layout)l, M, N, K);
             }
         // the released head's few-row products (batch 4: nb = 4 records,
         // Q = 32 questions, O = 128 options): a whole weight against the
@@ -99,14 +105,9 @@ static int bench_gemm(void)
             {"rows-Q", NT, 32, 4096, 1024},  {"rows-Q", NN, 32, 1024, 4096},
             {"rows-O", NT, 128, 1024, 5120}, {"rows-O", NN, 128, 5120, 1024},
         };
-        for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
-            double tc, td, fl = 2.0 * r[i].M * r[i].N * r[i].K;
-            time_gemm(tabs[t], r[i].l, r[i].M, r[i].N, r[i].K, &tc, &td);
-            printf("%-8s %-9s %-3s %5d %5d %5d %-32s %9.1f %9.1f %6.1f%%\n",
-                   clef_isa_name(isas[t]), r[i].shape, lname[r[i].l], r[i].M,
-                   r[i].N, r[i].K, tabs[t]->names[r[i].l], fl / tc * 1e-9,
-                   fl / td * 1e-9, 100.0 * td / tc);
-        }
+        for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+            gemm_row(tabs[t], isas[t], r[i].shape, r[i].l, r[i].M, r[i].N,
+                     r[i].K);
     }
     return 0;
 }

@@ -256,14 +256,12 @@ static void one_update(const char *dir, const char *pkg, const char *w0,
 
 static double u_of(double g) { return UPDATE_LR * g / (fabs(g) + 1.0); }
 
-// err[i] for each of h0's tensors: see above. Returns the tensor count.
-static int update_errors(const clef_head *h0, const char *w1, json_t *grads,
-                         double *err)
+// err[i] for each of h0's tensors, h1 the weights one update later: see
+// above.
+static void update_errors(const clef_head *h0, const clef_head *h1,
+                          json_t *grads, double *err)
 {
-    clef_head h1;
-    clef_err e = {0};
-    cr_assert_eq(clef_weights_load(w1, 2, &h1, &e), 0, "%s", e.msg);
-    cr_assert_eq(h1.nparams, h0->nparams);
+    cr_assert_eq(h1->nparams, h0->nparams);
     double top = 0;
     for (int i = 0; i < h0->ntensors; i++) {
         json_t *g = json_object_get(grads, h0->tensors[i].name);
@@ -280,14 +278,12 @@ static int update_errors(const clef_head *h0, const char *w1, json_t *grads,
             scale = fmax(scale, fabs(u_of(json_number_value(json_array_get(g, j)))));
         for (size_t j = 0; j < t->numel; j++) {
             const double uc = (double)h0->params[t->offset + j] -
-                              (double)h1.params[t->offset + j];
+                              (double)h1->params[t->offset + j];
             const double ut = u_of(json_number_value(json_array_get(g, j)));
             worst = fmax(worst, fabs(uc - ut));
         }
         err[i] = worst / (scale * FLT_EPSILON);
     }
-    clef_head_free(&h1);
-    return h0->ntensors;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -308,17 +304,18 @@ Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
 {
     SKIP_WITHOUT_TORCH();
     char *dir = tp_tmpdir();
-    char pkg[1024], w0[1024], w1[2][1024];
+    char pkg[1024], w0[1024], w1[1024];
     mixed_run(dir, 0, pkg, w0); // W0: the seeded fresh head
-    clef_head h0;
+    clef_head h0, h1[2];
     clef_err e = {0};
     cr_assert_eq(clef_weights_load(w0, 2, &h0, &e), 0, "%s", e.msg);
     static const char *const prec[2] = {"fp32", "bf16"};
     json_t *g[2];
     for (int p = 0; p < 2; p++) {
         one_update(dir, pkg, w0, prec[p]);
-        snprintf(w1[p], sizeof(w1[p]), "%s/%s-step/weights.safetensors", dir,
+        snprintf(w1, sizeof(w1), "%s/%s-step/weights.safetensors", dir,
                  prec[p]);
+        cr_assert_eq(clef_weights_load(w1, 2, &h1[p], &e), 0, "%s", e.msg);
         g[p] = torch_json(dir, "grads", pkg, w0, prec[p]);
     }
     const int n = h0.ntensors;
@@ -328,7 +325,7 @@ Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
                                         "fp32 update, bf16 gradient"};
     for (int c = 0; c < 3; c++) {
         err[c] = malloc(sizeof(double) * (size_t)n);
-        update_errors(&h0, w1[c == 1], g[c >= 1], err[c]);
+        update_errors(&h0, &h1[c == 1], g[c >= 1], err[c]);
         summary(err[c], n, &med[c], &worst[c]);
         fprintf(stderr, "[torch_parity] %s: %d tensors, median %.0f, worst "
                         "%.0f FLT_EPSILON\n", what[c], n, med[c], worst[c]);
@@ -354,8 +351,10 @@ Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
               "tell bf16 from fp32", med[2]);
     for (int c = 0; c < 3; c++)
         free(err[c]);
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < 2; p++) {
         json_decref(g[p]);
+        clef_head_free(&h1[p]);
+    }
     clef_head_free(&h0);
     free(dir);
 }
