@@ -2,7 +2,9 @@
 // (one thread, CPU time, best of N), independent of clef-bench:
 //   gemm  GFLOP/s of clef_f32_gemm_{nt,nn,tn}_* (avx512, avx2) against
 //         oneDNN's dnnl_sgemm at the head's mid and released shapes, and
-//         at the released head's few-row products (rows-nb, -Q, -O)
+//         at the released head's few-row products (rows-nb, -Q, -O); with
+//         B hot (one copy, reused) and cold (a fresh copy per product, as
+//         an update meets each weight)
 //   bw    GB/s of layernorm, GELU, AdamW and softmax against memcpy at a size
 //         far beyond L2 (16 Mi floats per tensor)
 //
@@ -32,29 +34,47 @@ static clef_gemm_fn gemm_of(const clef_kernels *k, layout l)
     return l == NT ? k->gemm_nt : l == NN ? k->gemm_nn : k->gemm_tn;
 }
 
-// Best-of-REPS seconds of C = op(A) op(B) for clef (k) and for dnnl_sgemm.
+// Copies of B the cold timing cycles through: at least two per repetition
+// (clef's and oneDNN's each read a B no product has touched since it was
+// filled) and at least COLD_BYTES of them, beyond any last-level cache, as
+// an update meets each weight once per pass.
+#define COLD_BYTES ((size_t)256 << 20)
+static int cold_copies(size_t nb)
+{
+    size_t n = COLD_BYTES / (nb * sizeof(float)) + 1;
+    return n < 2 * REPS ? 2 * REPS : n > 128 ? 128 : (int)n;
+}
+
+// Best-of-REPS seconds of C = op(A) op(B) for clef (k) and for dnnl_sgemm,
+// with B hot (one copy, reused: in cache as far as it fits) or cold.
 static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
-                      double *t_clef, double *t_dnnl)
+                      int cold, double *t_clef, double *t_dnnl)
 {
     size_t na = (size_t)M * K, nb = (size_t)K * N;
-    float *A = aligned_alloc(64, na * 4), *B = aligned_alloc(64, nb * 4);
+    const int copies = cold ? cold_copies(nb) : 1;
+    float *A = aligned_alloc(64, na * 4);
+    float *B = aligned_alloc(64, nb * 4 * copies);
     float *C = aligned_alloc(64, (size_t)M * N * 4);
     for (size_t i = 0; i < na; i++)
         A[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     for (size_t i = 0; i < nb; i++)
         B[i] = (float)((i * 104729) % 1000) * 1e-3f - 0.5f;
+    for (int c = 1; c < copies; c++)
+        memcpy(B + nb * c, B, nb * 4);
     int lda = l == TN ? M : K, ldb = l == NT ? K : N;
     clef_gemm_fn fn = gemm_of(k, l);
     *t_clef = *t_dnnl = 1e30;
     for (int r = 0; r < REPS; r++) { // interleaved: both see the same machine
+        const float *Bc = B + nb * ((2 * r) % copies);
+        const float *Bd = B + nb * ((2 * r + 1) % copies);
         double t = clef_cpu_time_s();
-        fn(M, N, K, A, lda, B, ldb, C, N, 0);
+        fn(M, N, K, A, lda, Bc, ldb, C, N, 0);
         t = clef_cpu_time_s() - t;
         if (t < *t_clef)
             *t_clef = t;
         t = clef_cpu_time_s();
         dnnl_sgemm(l == TN ? 'T' : 'N', l == NT ? 'T' : 'N', M, N, K, 1.0f, A,
-                   lda, B, ldb, 0.0f, C, N);
+                   lda, Bd, ldb, 0.0f, C, N);
         t = clef_cpu_time_s() - t;
         if (t < *t_dnnl)
             *t_dnnl = t;
@@ -62,15 +82,19 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
     free(A), free(B), free(C);
 }
 
-// One row of the gemm table: op l at (M, N, K) on table k against oneDNN.
+// One row of the gemm table: op l at (M, N, K) on table k against oneDNN,
+// B hot, then cold.
 static void gemm_row(const clef_kernels *k, int isa, const char *shape,
                      layout l, int M, int N, int K)
 {
-    double tc, td, fl = 2.0 * M * N * K;
-    time_gemm(k, l, M, N, K, &tc, &td);
-    printf("%-8s %-9s %-3s %5d %5d %5d %-32s %9.1f %9.1f %6.1f%%\n",
+    double tc, td, uc, ud, fl = 2.0 * M * N * K;
+    time_gemm(k, l, M, N, K, 0, &tc, &td);
+    time_gemm(k, l, M, N, K, 1, &uc, &ud);
+    printf("%-8s %-9s %-3s %5d %5d %5d %-32s %7.1f %7.1f %6.1f%% %7.1f %7.1f "
+           "%6.1f%%\n",
            clef_isa_name(isa), shape, lname[l], M, N, K, k->names[l],
-           fl / tc * 1e-9, fl / td * 1e-9, 100.0 * td / tc);
+           fl / tc * 1e-9, fl / td * 1e-9, 100.0 * td / tc, fl / uc * 1e-9,
+           fl / ud * 1e-9, 100.0 * ud / uc);
 }
 
 static int bench_gemm(void)
@@ -81,8 +105,10 @@ static int bench_gemm(void)
         {"mid", 256, 1024, 512}, {"released", 512, 5120, 1024}};
     const clef_kernels *tabs[] = {&clef_avx512_kernels, &clef_avx2_kernels};
     int isas[] = {CLEF_ISA_AVX512, CLEF_ISA_AVX2};
-    printf("%-8s %-9s %-3s %5s %5s %5s %-32s %9s %9s %7s\n", "isa", "shape", "op",
-           "M", "N", "K", "kernel", "GFLOP/s", "oneDNN", "ratio");
+    printf("%-58s %-23s %s\n", "", "B hot (GFLOP/s)", "B cold (GFLOP/s)");
+    printf("%-8s %-9s %-3s %5s %5s %5s %-32s %7s %7s %7s %7s %7s %7s\n", "isa",
+           "shape", "op", "M", "N", "K", "kernel", "clef", "oneDNN", "ratio",
+           "clef", "oneDNN", "ratio");
     for (int t = 0; t < 2; t++) {
         if (clef_cpu_get()->isa_native < isas[t]) {
             printf("%-8s SKIP (cpu lacks %s)\n", clef_isa_name(isas[t]), clef_isa_name(isas[t]));
