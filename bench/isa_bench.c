@@ -55,6 +55,10 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
     float *A = aligned_alloc(64, na * 4);
     float *B = aligned_alloc(64, nb * 4 * copies);
     float *C = aligned_alloc(64, (size_t)M * N * 4);
+    if (!A || !B || !C) {
+        fprintf(stderr, "isa-bench: out of memory for %d copies of B\n", copies);
+        exit(1);
+    }
     for (size_t i = 0; i < na; i++)
         A[i] = (float)((i * 7919) % 1000) * 1e-3f - 0.5f;
     for (size_t i = 0; i < nb; i++)
