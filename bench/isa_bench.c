@@ -4,7 +4,8 @@
 //         oneDNN's dnnl_sgemm at the head's mid and released shapes, and
 //         at the released head's few-row products (rows-nb, -Q, -O); with
 //         B hot (one copy, reused) and cold (a fresh copy per product, as
-//         an update meets each weight)
+//         an update meets each weight); the ratio is oneDNN's time over
+//         clef's, run back to back, the median of the 9 pairs
 //   bw    GB/s of layernorm, GELU, AdamW and softmax against memcpy at a size
 //         far beyond L2 (16 Mi floats per tensor)
 //
@@ -45,10 +46,20 @@ static int cold_copies(size_t nb)
     return n < 2 * REPS ? 2 * REPS : n > 128 ? 128 : (int)n;
 }
 
-// Best-of-REPS seconds of C = op(A) op(B) for clef (k) and for dnnl_sgemm,
-// with B hot (one copy, reused: in cache as far as it fits) or cold.
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// C = op(A) op(B) by clef (k) and by dnnl_sgemm, back to back REPS times,
+// with B hot (one copy, reused: in cache as far as it fits) or cold: the
+// best seconds of each, and the median over the repetitions of oneDNN's
+// time over clef's in the same repetition (a paired ratio: on a shared
+// machine both rates drift together by far more than they differ, and the
+// two bests may come from different moments).
 static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
-                      int cold, double *t_clef, double *t_dnnl)
+                      int cold, double *t_clef, double *t_dnnl, double *ratio)
 {
     size_t na = (size_t)M * K, nb = (size_t)K * N;
     const int copies = cold ? cold_copies(nb) : 1;
@@ -67,22 +78,24 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
         memcpy(B + nb * c, B, nb * 4);
     int lda = l == TN ? M : K, ldb = l == NT ? K : N;
     clef_gemm_fn fn = gemm_of(k, l);
+    double pair[REPS];
     *t_clef = *t_dnnl = 1e30;
     for (int r = 0; r < REPS; r++) { // interleaved: both see the same machine
         const float *Bc = B + nb * ((2 * r) % copies);
         const float *Bd = B + nb * ((2 * r + 1) % copies);
-        double t = clef_cpu_time_s();
+        double tc = clef_cpu_time_s();
         fn(M, N, K, A, lda, Bc, ldb, C, N, 0);
-        t = clef_cpu_time_s() - t;
-        if (t < *t_clef)
-            *t_clef = t;
-        t = clef_cpu_time_s();
+        tc = clef_cpu_time_s() - tc;
+        double td = clef_cpu_time_s();
         dnnl_sgemm(l == TN ? 'T' : 'N', l == NT ? 'T' : 'N', M, N, K, 1.0f, A,
                    lda, Bd, ldb, 0.0f, C, N);
-        t = clef_cpu_time_s() - t;
-        if (t < *t_dnnl)
-            *t_dnnl = t;
+        td = clef_cpu_time_s() - td;
+        *t_clef = tc < *t_clef ? tc : *t_clef;
+        *t_dnnl = td < *t_dnnl ? td : *t_dnnl;
+        pair[r] = td / tc;
     }
+    qsort(pair, REPS, sizeof pair[0], cmp_double);
+    *ratio = pair[REPS / 2];
     free(A), free(B), free(C);
 }
 
@@ -91,14 +104,14 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
 static void gemm_row(const clef_kernels *k, int isa, const char *shape,
                      layout l, int M, int N, int K)
 {
-    double tc, td, uc, ud, fl = 2.0 * M * N * K;
-    time_gemm(k, l, M, N, K, 0, &tc, &td);
-    time_gemm(k, l, M, N, K, 1, &uc, &ud);
+    double tc, td, uc, ud, rh, rc, fl = 2.0 * M * N * K;
+    time_gemm(k, l, M, N, K, 0, &tc, &td, &rh);
+    time_gemm(k, l, M, N, K, 1, &uc, &ud, &rc);
     printf("%-8s %-9s %-3s %5d %5d %5d %-32s %7.1f %7.1f %6.1f%% %7.1f %7.1f "
            "%6.1f%%\n",
            clef_isa_name(isa), shape, lname[l], M, N, K, k->names[l],
-           fl / tc * 1e-9, fl / td * 1e-9, 100.0 * td / tc, fl / uc * 1e-9,
-           fl / ud * 1e-9, 100.0 * ud / uc);
+           fl / tc * 1e-9, fl / td * 1e-9, 100.0 * rh, fl / uc * 1e-9,
+           fl / ud * 1e-9, 100.0 * rc);
 }
 
 static int bench_gemm(void)
