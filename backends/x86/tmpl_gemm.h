@@ -908,9 +908,6 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
                         N - j < 2 * VW ? N - j : 2 * VW);
 }
 
-// A few-row nn with at most 4 rows is a stream of B (few FMAs per value).
-static int gemm_nn_streams(int M) { return M <= 4; }
-
 // nn with few rows (the batch's rows against a large weight: dX = dY W):
 // B (K,N) is the large operand and is streamed row-major, gemm_nn_kb(M) rows at
 // a time (a few sequential streams the prefetchers follow, where one column
@@ -922,7 +919,7 @@ static int gemm_nn_streams(int M) { return M <= 4; }
 // (FMA-bound: C tiles stay in registers longer). Measured on Zen 4 at the
 // released head's weights (1024x5120, 1024x4096): M = 4 runs 2x faster at
 // 16 than at 512; M = 12 1.5x faster at 256 than at 16, on 2 threads.
-static int gemm_nn_kb(int M) { return gemm_nn_streams(M) ? 16 : 256; }
+static int gemm_nn_kb(int M) { return M <= 4 ? 16 : 256; }
 
 // B the few-row nn prefetches runs GEMM_NN_PF_BYTES ahead of the kernel:
 // with 16-row K blocks the next strip alone (2 KiB) left B waiting on
@@ -1008,16 +1005,17 @@ static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
         kp = nn_1v_pairs[M](K, KB, A, lda, B, ldb, C, ldc, N, accum);
         A += kp, B += (size_t)kp * ldb, K -= kp, accum = 1;
     }
-    // column chunks whose C rows (M, chunk) stay in L1 across K blocks
-    // (a single strip is one chunk whatever its size: the tiny products
-    // skip the 64-bit division, an eighth of their call). A stream of B
-    // is one chunk: each of its KB rows is then one long sequential read
-    // and C (M, N) stays in L2 (93-98 % of oneDNN with the prefetch
-    // distance above, 87-100 % in L1-sized chunks). The bits are the same:
-    // every element adds its K blocks in order either way.
+    // column chunks whose C rows (M, chunk) stay in half of L2 across K
+    // blocks (a single strip is one chunk whatever its size: the tiny
+    // products skip the 64-bit division, an eighth of their call). Long
+    // chunks make each of a K block's rows of B a long sequential read: on
+    // Zen 5 with B cold, against chunks sized to half of L1, M = 4 went
+    // from 87-100 % of oneDNN to 93-98 % (one chunk), M = 32 × 4096 × 1024
+    // from 90-92 % to 93 %, M = 64 and 96 from 88-98 % to 88-101 %. The bits
+    // are the same: every element adds its K blocks in order either way.
     int cs = s1 - s0;
-    if (s1 - s0 > 1 && !gemm_nn_streams(M)) {
-        cs = (int)(clef_cpu_l1d() / 2 / (sizeof(float) * 2 * VW * M));
+    if (s1 - s0 > 1) {
+        cs = (int)(clef_cpu_l2() / 2 / (sizeof(float) * 2 * VW * M));
         cs = cs < 1 ? 1 : cs;
     }
     for (int c0 = s0; c0 < s1; c0 += cs) {
