@@ -56,6 +56,15 @@ typedef struct gemm_blocking {
     int kc, mc, nc;
 } gemm_blocking;
 
+// NC for a packed B block (KC,NC) of about `bytes`: whole NR panels, at
+// least one.
+static int gemm_nc(size_t bytes, int kc)
+{
+    const int nc =
+        (int)(bytes / ((size_t)kc * sizeof(float))) / GEMM_NR * GEMM_NR;
+    return nc < GEMM_NR ? GEMM_NR : nc;
+}
+
 static gemm_blocking gemm_blocking_get(void)
 {
     size_t l1 = clef_cpu_l1d(), l2 = clef_cpu_l2();
@@ -72,30 +81,27 @@ static gemm_blocking gemm_blocking_get(void)
     b.mc = b.mc / GEMM_MR * GEMM_MR;
     if (b.mc < GEMM_MR)
         b.mc = GEMM_MR;
-    // NC: the packed B block (KC,NC) is streamed panel by panel; a large NC
-    // means A is packed fewer times. Bounded by 2× L2 (L3 is not trusted).
-    b.nc = (int)(2 * l2 / ((size_t)b.kc * sizeof(float)));
-    b.nc = b.nc / GEMM_NR * GEMM_NR;
-    if (b.nc < GEMM_NR)
-        b.nc = GEMM_NR;
+    // NC: the packed B block (KC,NC) is streamed panel by panel; every NC
+    // block reads all of packed A again, so a large NC reads it fewer
+    // times. Bounded by 2× L2 (L3 is not trusted); gemm_blocking_for
+    // halves it where packed A stays in L2.
+    b.nc = gemm_nc(2 * l2, b.kc);
     return b;
 }
 
 // The blocking of a product of M rows of C. When they fit one MC block,
 // packed A stays in L2 across NC blocks, so the B block (KC,NC) takes half
-// of L2 instead and the tiles read it from L2, not from L3: the options'
-// nn, 128 × 5120 × 1024 with B cold, read 87.9-91.5 % of oneDNN on Zen 5 at
-// 2× L2 and 90.8-92.9 % at half of it (five alternated isa-bench runs).
+// of L2 instead of 2× L2 and the tiles read it from L2, not from L3: the
+// options' nn, 128 × 5120 × 1024 with B cold, read 87.9-91.5 % of oneDNN
+// on Zen 5 at 2× L2 and 90.8-92.9 % at half of it (five alternated
+// isa-bench runs).
 // Beyond one MC block every NC block streams all of packed A again, and
 // the released update ran 2-4 % slower with the smaller NC.
 static gemm_blocking gemm_blocking_for(int M)
 {
     gemm_blocking b = gemm_blocking_get();
-    if (M <= b.mc) {
-        b.nc = (int)(clef_cpu_l2() / 2 / ((size_t)b.kc * sizeof(float)));
-        b.nc = b.nc / GEMM_NR * GEMM_NR;
-        b.nc = b.nc < GEMM_NR ? GEMM_NR : b.nc;
-    }
+    if (M <= b.mc)
+        b.nc = gemm_nc(clef_cpu_l2() / 2, b.kc);
     return b;
 }
 
@@ -1045,10 +1051,11 @@ static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
                 int j = st * 2 * VW, w = N - j < 2 * VW ? N - j : 2 * VW;
                 const float *pf =
                     nn_strip_ahead(N, K, B, ldb, KB, k0, st, c0, c1, pfd);
-                // ng row groups of nearly equal size (32 rows: 10 + 11 +
-                // 11, not 12 + 12 + 8; q rows, then q + 1), the last group's kernel as full as
-                // the others (Zen 5, B cold, six alternated runs: M = 32
-                // went from 85.9-93.1 % of oneDNN to 91.3-96.2 %)
+                // ng row groups of nearly equal size, q rows then q + 1
+                // (32 rows: 10 + 11 + 11, not 12 + 12 + 8), the last
+                // group's kernel as full as the others (Zen 5, B cold, six
+                // alternated runs: M = 32 went from 85.9-93.1 % of oneDNN
+                // to 91.3-96.2 %)
                 const int rb = gemm_rows_per_call(w), ng = (M + rb - 1) / rb;
                 const int q = M / ng, big = ng - M % ng;
                 for (int g = 0, i = 0, R; i < M; i += R, g++) {
