@@ -12,6 +12,7 @@
 // host may place the two vCPUs close or apart; the cross-core round trip
 // printed with them (ping-pong of one line) says which.
 #include "bench_handoff.h"
+#include "median.h"
 
 #include "cpu/cpu.h"
 #include "scheduler/threads.h"
@@ -100,18 +101,6 @@ static passes pick_passes(void)
     return (passes){read_c, rmw_c, write_c, "portable C"};
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // Thread 1's pass of op, timed, after the buffer was left in state `other`.
 // Runs on both threads of the enclosing 2-thread region; sink is the
 // calling thread's own (the sums only keep the reads alive).
@@ -172,7 +161,7 @@ int clef_bench_handoff_run(size_t bytes, int rounds,
         }
     }
     for (int c = 0; two && c < NOPS * 2; c++) {
-        const double s = median(t + (size_t)c * rounds, rounds);
+        const double s = bench_median(t + (size_t)c * rounds, rounds);
         rate[c / 2][c % 2] = s > 0 ? (double)(n * sizeof(float)) / s / 1e9 : NAN;
     }
 out:

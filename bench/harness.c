@@ -2,6 +2,7 @@
 // reference run, comparison, verdicts and timing. What each op reads,
 // writes and tolerates is its case (case.h, bench/case_*.c).
 #include "case.h"
+#include "median.h"
 
 #include <float.h>
 #include <math.h>
@@ -397,12 +398,6 @@ static void compare(const clef_bench_case *c, clef_bench_result *r)
 }
 
 // ---- timing ----
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 // The run arrays have just been used by the check call (the warm-up). A
 // sample is `inner` back-to-back calls, inner doubled until a sample lasts
 // BENCH_MIN_SAMPLE_S (so the clock's resolution and overhead do not count);
@@ -449,9 +444,8 @@ static void time_kernel(clef_bench_case *c, const clef_kernels *k,
             call_kernel(k, c);
         t[n++] = (clef_now_s() - t0) / (double)inner;
     }
-    qsort(t, (size_t)n, sizeof(double), cmp_double);
     *reps = n;
-    *median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    *median = bench_median(t, n); // sorts t
     *minimum = t[0];
     free(t);
 }

@@ -22,6 +22,7 @@
 
 #include "backends/avx2/avx2.h"
 #include "backends/avx512/avx512.h"
+#include "bench/median.h"
 #include "cpu/cpu.h"
 #include "cpu/clock.h"
 
@@ -44,12 +45,6 @@ static int cold_copies(size_t nb)
 {
     size_t n = COLD_BYTES / (nb * sizeof(float)) + 1;
     return n < 2 * REPS ? 2 * REPS : n > 128 ? 128 : (int)n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 // C = op(A) op(B) by clef (k) and by dnnl_sgemm, back to back REPS times,
@@ -94,8 +89,7 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
         *t_dnnl = td < *t_dnnl ? td : *t_dnnl;
         pair[r] = td / tc;
     }
-    qsort(pair, REPS, sizeof pair[0], cmp_double);
-    *ratio = pair[REPS / 2];
+    *ratio = bench_median(pair, REPS);
     free(A), free(B), free(C);
 }
 

@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "bench_handoff.h"
+#include "median.h"
 #include "head.h"
 #include "mm.h"
 #include "rng.h"
@@ -270,18 +271,6 @@ cleanup:
     return failed;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The control: oneDNN's sgemm of the update's memory projection, X Wᵀ
 // (B·T, w, d), the shape that dominates the update's work.
 typedef struct control_gemm {
@@ -383,12 +372,12 @@ static int scaling_one(const clef_backend *b, const clef_bench_shape *s,
         rtt[rounds] = clef_bench_round_trip_ns();
         rounds++;
     }
-    double u1 = median(upd[0], rounds), un = median(upd[1], rounds);
-    double c1 = median(ctl[0], rounds), cn = median(ctl[1], rounds);
+    double u1 = bench_median(upd[0], rounds), un = bench_median(upd[1], rounds);
+    double c1 = bench_median(ctl[0], rounds), cn = bench_median(ctl[1], rounds);
     int slow = 0;
     for (int r = 0; r < rounds; r++)
         slow += rtt[r] > 150.0; // NaN (one CPU) counts as not slow
-    const double rt = median(rtt, rounds);
+    const double rt = bench_median(rtt, rounds);
     // FLOP rates (core/flops.c's count) against the sgemm's, same threads
     const double fl = clef_update_flops(&t.cfg, t.batch, t.B,
                                         getenv("CLEF_MEMORY_ATTENTION"));
@@ -459,7 +448,8 @@ static int precision_one(const clef_backend *b, const clef_bench_shape *s,
         }
         rounds++;
     }
-    const double u32 = median(upd[0], rounds), u16 = median(upd[1], rounds);
+    const double u32 = bench_median(upd[0], rounds),
+                 u16 = bench_median(upd[1], rounds);
     const double fl = clef_update_flops(&t[0].cfg, t[0].batch, t[0].B,
                                         getenv("CLEF_MEMORY_ATTENTION"));
     printf("%-7s %-16s %-10s %-36s PASS       %.2fx (fp32 %.4g -> bf16 %.4g "
