@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Many seeds of one example in fp32 and bf16, paired (issue 20, item 3).
+
+    bench/precision_seeds.py DIR --seeds N [--seed S=1] [--parallel P]
+        [--grid precision=fp32,bf16] [--bound POINTS=0.5] [--split test]
+        [--epochs 60 --batch 8 --lr 1e-3 --eps 1e-8 --max-grad-norm 1
+         --patience 10]
+
+DIR is the --out of `python/clef_example.py TASK ...` (DIR/pkg/package.json
+is reused, nothing is captured again). One `clef sweep` over that package
+trains every seed S..S+N-1 once per precision with the example's recipe
+(bucketed batches, one evaluation per epoch, early stopping on validation
+loss, best weights kept): the runs of a seed share the initial weights and
+the order of the batches, so what differs between them is the precision of
+the products alone. The sweep is resumable, and DIR/seeds/ keeps it.
+
+Each run's weights are scored once on the split (argmax per record and
+question), in the run's own precision. Per question the script prints the
+mean accuracy of each precision, the paired difference B - A in points
+(mean, sd, standard error, a 95 % interval by the t distribution), the
+per-seed differences, and how many of the split's answers two runs of a seed
+share; DIR/seeds/summary.json holds the same. Exit 1 when a question's
+interval lies wholly outside +-bound (verdict "beyond": the data shows a
+difference larger than the bound), 0 otherwise; the verdict printed per
+question is "within" only when the interval lies inside +-bound, and
+"unresolved" when it straddles a limit (too few seeds for the bound).
+CLEF_BIN names the clef binary (default build/bin/clef).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from precision_compare import argmax_answers, band, history
+from precision_rescore import accuracy, labelled
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom;
+# above 30 the normal 1.96 is within 4 % of it.
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+        2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
+        2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052,
+        2.048, 2.045, 2.042]
+
+
+def t975(df):
+    return T975[df - 1] if df <= len(T975) else 1.96 + 2.4 / df
+
+
+def clef_bin():
+    return os.environ.get("CLEF_BIN", os.path.join(ROOT, "build", "bin",
+                                                   "clef"))
+
+
+def sweep(a, pkg, sweep_dir, train_n, axis, values):
+    """Runs (or resumes) the sweep, seed outermost so that both runs of a
+    seed finish together: stopped part way, it leaves whole pairs."""
+    os.makedirs(a.dir, exist_ok=True)
+    runs_file = os.path.join(a.dir, "seeds-runs.json")
+    with open(runs_file + ".tmp", "w") as f:
+        json.dump([{"seed": s, axis: v} for s in range(a.seed,
+                                                       a.seed + a.seeds)
+                   for v in values], f)
+    os.replace(runs_file + ".tmp", runs_file)
+    cmd = [clef_bin(), "sweep", "--package", pkg, "--sweep-dir", sweep_dir,
+           "--runs", runs_file, "--epochs", str(a.epochs),
+           "--batch", str(a.batch), "--lr", a.lr, "--eps", a.eps,
+           "--max-grad-norm", a.max_grad_norm, "--batching", "bucketed",
+           "--eval-every", str(max(1, train_n // a.batch)), "--quiet"]
+    if a.parallel:
+        cmd += ["--parallel", str(a.parallel)]
+    if a.patience > 0:
+        cmd += ["--patience", str(a.patience)]
+    print(" ".join(cmd), flush=True)
+    if subprocess.run(cmd).returncode:
+        raise SystemExit("clef sweep failed (its runs are kept; the same "
+                         "command resumes)")
+
+
+def finished_runs(sweep_dir):
+    """[(settings, run dir)] of the sweep's runs that finished: result.json
+    with status ok and the weights beside it."""
+    with open(os.path.join(sweep_dir, "sweep-spec.json")) as f:
+        spec = json.load(f)
+    out = []
+    for r in spec["runs"]:
+        rd = os.path.join(sweep_dir, "runs", r["name"])
+        try:
+            with open(os.path.join(rd, "result.json")) as f:
+                res = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if res.get("status") == "ok" and os.path.exists(
+                os.path.join(rd, "weights.safetensors")):
+            out.append((r["settings"], rd))
+    return out
+
+
+def scored(run_dir, pkg, precision, lab):
+    """argmax answers of the run's weights on the split's records, scored
+    once and kept in run_dir/scores.jsonl."""
+    path = os.path.join(run_dir, "scores.jsonl")
+    if not os.path.exists(path):
+        out = subprocess.run([clef_bin(), "score", "--weights",
+                              os.path.join(run_dir, "weights.safetensors"),
+                              "--package", pkg, "--precision", precision],
+                             capture_output=True, text=True)
+        if out.returncode:
+            raise SystemExit(f"clef score failed for {run_dir}: "
+                             + out.stderr.strip())
+        with open(path + ".tmp", "w") as f:
+            f.write(out.stdout)
+        os.replace(path + ".tmp", path)
+    with open(path) as f:
+        return argmax_answers(f, lab)
+
+
+def stats(d):
+    """Mean, sd, standard error and 95 % interval (t) of the differences d."""
+    n = len(d)
+    mean = sum(d) / n
+    if n < 2:
+        return {"n": n, "mean": mean}
+    sd = (sum((x - mean) ** 2 for x in d) / (n - 1)) ** 0.5
+    se = sd / n ** 0.5
+    h = t975(n - 1) * se
+    return {"n": n, "mean": mean, "sd": sd, "se": se,
+            "ci95": [mean - h, mean + h]}
+
+
+def verdict(st, bound):
+    """What the 95 % interval says of |B - A| <= bound: "within" (the
+    interval lies inside [-bound, bound]), "beyond" (wholly outside it) or
+    "unresolved" (it straddles a limit, or there is one seed)."""
+    if "ci95" not in st:
+        return "unresolved"
+    lo, hi = st["ci95"]
+    if lo > bound or hi < -bound:
+        return "beyond"
+    return "within" if -bound <= lo and hi <= bound else "unresolved"
+
+
+def main(argv):
+    p = argparse.ArgumentParser(prog="precision_seeds.py")
+    p.add_argument("dir")
+    p.add_argument("--seeds", type=int, required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--parallel", type=int, default=0)
+    p.add_argument("--grid", default="precision=fp32,bf16")
+    p.add_argument("--bound", type=float, default=0.5)
+    p.add_argument("--split", default="test")
+    p.add_argument("--epochs", type=int, default=60)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--lr", default="1e-3")
+    p.add_argument("--eps", default="1e-8")
+    p.add_argument("--max-grad-norm", default="1")
+    p.add_argument("--patience", type=int, default=10)
+    p.add_argument("--no-run", action="store_true",
+                   help="only score and compare the runs finished so far")
+    a = p.parse_args(argv[1:])
+    pkg = os.path.join(a.dir, "pkg", "package.json")
+    man = json.load(open(pkg))
+    train_n = sum(r["split"] == "train" for r in man["records"])
+    lab = labelled(pkg, a.split)
+    if not lab:
+        raise SystemExit(f"{pkg}: no labelled records in split {a.split}")
+    sweep_dir = os.path.join(a.dir, "seeds")
+    axis, _, values = a.grid.partition("=")
+    values = values.split(",")
+    if len(values) != 2 or axis == "seed":
+        raise SystemExit("--grid: one axis other than seed, two values")
+    if not a.no_run:
+        sweep(a, pkg, sweep_dir, train_n, axis, values)
+
+    # {value: {seed: (answers, run)}}; precision is the axis or fp32
+    by = {v: {} for v in values}
+    for s, rd in finished_runs(sweep_dir):
+        prec = s.get("precision", "fp32")
+        by[str(s[axis])][int(s["seed"])] = (scored(rd, pkg, prec, lab), rd)
+    seeds = sorted(set(by[values[0]]) & set(by[values[1]]))
+    if not seeds:
+        raise SystemExit(f"{sweep_dir}: no seed has both runs finished")
+    A, B = values
+    print(f"{a.dir}: {len(seeds)} seeds, {axis} {A} (A) against {B} (B), "
+          f"{a.split} split ({len(lab)} answers per run)")
+    summary = {"axis": axis, "a": A, "b": B, "seeds": seeds,
+               "split": a.split, "bound": a.bound, "questions": {}}
+    qs = sorted({k[1] for k in lab})
+    fail = 0
+    for q in qs:
+        keys = {k for k in lab if k[1] == q}
+        acc = {v: [accuracy({k: by[v][s][0][k] for k in keys}, lab)[q]
+                   for s in seeds] for v in values}
+        d = [100 * (y - x) for x, y in zip(acc[A], acc[B])]
+        st = stats(d)
+        same = [sum(by[A][s][0][k] == by[B][s][0][k] for k in keys)
+                for s in seeds]
+        summary["questions"][q] = {
+            "n": len(keys), "accuracy": acc, "b_minus_a_points": d,
+            "difference": st, "same_answers": same,
+            "mean_accuracy": {v: sum(acc[v]) / len(seeds) for v in values}}
+        line = (f"{q} (n = {len(keys)}): mean accuracy {A} "
+                f"{sum(acc[A]) / len(seeds):.4f}, {B} "
+                f"{sum(acc[B]) / len(seeds):.4f}; B - A {st['mean']:+.2f} "
+                "points")
+        if "sd" in st:
+            lo, hi = st["ci95"]
+            line += (f" (sd {st['sd']:.2f}, standard error {st['se']:.2f}, "
+                     f"95 % interval {lo:+.2f} to {hi:+.2f})")
+        v = verdict(st, a.bound)
+        st["verdict"] = v
+        fail |= v == "beyond"
+        print(line + f"; |B - A| <= {a.bound:g}: {v}")
+        print(f"  per seed: " + " ".join(f"{x:+.1f}" for x in d))
+        print(f"  same answers per seed: {min(same)}-{max(same)} of "
+              f"{len(keys)} (mean {sum(same) / len(same):.1f})")
+    gaps = {key: [band(history(by[A][s][1]), history(by[B][s][1]), key)[0]
+                  for s in seeds]
+            for key in ("train_loss", "validation_loss")}
+    summary["loss_gap"] = gaps
+    for key, g in gaps.items():
+        print(f"{key.replace('_', ' ')}: B within {100 * min(g):.2f}-"
+              f"{100 * max(g):.2f} % of A (largest |B - A| / A over the "
+              "evaluations both made, per seed)")
+    tmp = os.path.join(sweep_dir, "summary.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(summary, f, indent=1)
+    os.replace(tmp, os.path.join(sweep_dir, "summary.json"))
+    return 1 if fail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
