@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,55 +18,16 @@
 #include "scheduler/threads.h"
 #include "safetensors.h"
 #include "train.h"
+#include "train_run.h"
 #include "weights.h"
 
 #define MASK_TRAIN_VALIDATION                                                  \
     ((1u << CLEF_SPLIT_TRAIN) | (1u << CLEF_SPLIT_VALIDATION))
 
-// Early stopping (--patience): the state a checkpoint carries.
-typedef struct early_stop {
-    int on;
-    double best_value; // of --metric: ±inf before the first evaluation
-    long best_step;   // −1 before the first evaluation
-    int bad;          // evaluations in a row without an improvement
-    float *best;      // (nparams) the weights at best_step
-    long written;     // best_step whose best-<step> file exists, or −1
-    char *meta;       // the resumed checkpoint's "early_stopping" metadata
-} early_stop;
-
-typedef struct train_run {
-    train_cfg c;
-    clef_train_opts o;
-    clef_kernels ktab; // --backend's table
-    clef_kernels k16;  // --precision bf16: ktab with the bf16 context mm
-    struct clef_mm mm;
-    const clef_kernels *k;
-    const clef_package *pkg; // own_pkg, or a sweep's shared package
-    clef_package own_pkg;
-    int shared;              // pkg is not ours: no frozen check, no print
-    clef_head hd;
-    clef_ws *ws;
-    train_plan plan;
-    long start_step, total_steps;
-    cli_eval before, after;
-    char **frozen; // SHA-256 of every frozen buffer, before training
-    int nfrozen;
-    json_t *history;
-    long *hist; // steps of this run's checkpoints, oldest first: those at or
-    int nhist;  // before the step it resumed from, then those it wrote
-    long *hbest; // (nhist) their early-stopping best_step: −1 none, −2 unknown
-    early_stop es;
-    int dp;      // data-parallel over the MPI ranks (cli/dp.c); else 0
-    cli_dp dpx;  // its buffers
-    double *rss; // (ranks) every rank's peak RSS (MB), for result.json
-    char manifest_abs[PATH_MAX], run_abs[PATH_MAX];
-    double t0, train_s;
-} train_run;
-
 // ---------------------------------------------------- data-parallel --
 
 // Records per data-parallel shard: --shard-records, else the default.
-static int dp_shard(const train_cfg *c)
+int train_dp_shard(const train_cfg *c)
 {
     return c->shard_records ? c->shard_records : CLI_DP_SHARD_DEFAULT;
 }
@@ -170,213 +130,6 @@ static int load_head(train_run *t, clef_err *err)
     return 0;
 }
 
-// ------------------------------------------------------ early stopping --
-
-static void best_path(const train_run *t, long step, char *out, size_t n)
-{
-    snprintf(out, n, "%s/best-%ld.safetensors", t->c.run_dir, step);
-}
-
-static const char *metric_name(const train_cfg *c)
-{
-    return c->metric_acc ? "val_accuracy" : "val_loss";
-}
-
-static int es_stopped(const train_run *t)
-{
-    return t->es.on && t->es.bad >= t->c.patience;
-}
-
-static int params_sha(const train_run *t, const float *w,
-                      char hex[CLEF_SHA256_HEX])
-{
-    return clef_sha256_hex(w, t->hd.nparams * sizeof(float), hex);
-}
-
-// The best weights of the resumed state, from best-<step>.safetensors; they
-// must be the bits the checkpoint recorded (best_sha256).
-static int es_load_best(train_run *t, const char *sha, clef_err *err)
-{
-    char path[PATH_MAX], hex[CLEF_SHA256_HEX] = "";
-    best_path(t, t->es.best_step, path, sizeof(path));
-    clef_head h2;
-    clef_err e2 = {0};
-    if (clef_weights_load(path, t->pkg->cfg.h, &h2, &e2))
-        return clef_err_input(err, path, NULL, "--resume",
-                              "the checkpoint's early-stopping best weights "
-                              "(step %ld) cannot be read: %s",
-                              t->es.best_step, e2.msg);
-    int same = h2.nparams == t->hd.nparams &&
-               !memcmp(&h2.cfg, &t->hd.cfg, sizeof(h2.cfg)) &&
-               !params_sha(t, h2.params, hex) && sha &&
-               clef_sha256_equal(hex, sha);
-    if (same)
-        memcpy(t->es.best, h2.params, t->hd.nparams * sizeof(float));
-    clef_head_free(&h2);
-    if (!same)
-        return clef_err_input(err, path, NULL, "best_sha256",
-                              "these are not the best weights (step %ld) "
-                              "that %s recorded", t->es.best_step,
-                              t->c.resume);
-    t->es.written = t->es.best_step;
-    return 0;
-}
-
-// The resumed checkpoint's __metadata__.early_stopping: {"best_step",
-// "best_loss" (the best --metric value, C99 hex float; the name is older than
-// --metric), "metric" (absent: val_loss), "bad", "best_sha256", ...}.
-static int es_restore(train_run *t, clef_err *err)
-{
-    json_error_t je;
-    json_t *j = json_loads(t->es.meta, 0, &je);
-    json_t *bs = json_object_get(j, "best_step");
-    json_t *bad = json_object_get(j, "bad");
-    const char *loss = json_string_value(json_object_get(j, "best_loss"));
-    char *end = NULL;
-    double l = loss ? strtod(loss, &end) : NAN;
-    long step = (long)json_integer_value(bs);
-    json_int_t nbad = json_integer_value(bad);
-    int rc = 0;
-    if (!json_is_integer(bs) || !json_is_integer(bad) || !loss || *end ||
-        step < -1 || step > t->start_step || nbad < 0 || nbad > INT_MAX ||
-        (step >= 0) != (isfinite(l) != 0)) {
-        rc = clef_err_input(err, t->c.resume, NULL,
-                            "__metadata__.early_stopping",
-                            "not the early-stopping state of this run "
-                            "(best_step, best_loss, bad)");
-        goto cleanup;
-    }
-    const char *m = json_string_value(json_object_get(j, "metric"));
-    if (strcmp(m ? m : "val_loss", metric_name(&t->c))) {
-        rc = clef_err_input(err, t->c.resume, NULL,
-                            "__metadata__.early_stopping.metric",
-                            "the checkpoint's early stopping watched %s, "
-                            "this run asks for %s", m ? m : "val_loss",
-                            metric_name(&t->c));
-        goto cleanup;
-    }
-    t->es.best_step = step;
-    t->es.best_value = l;
-    t->es.bad = (int)nbad;
-    if (step >= 0)
-        rc = es_load_best(
-            t, json_string_value(json_object_get(j, "best_sha256")), err);
-cleanup:
-    json_decref(j);
-    return rc;
-}
-
-// Before anything is written: --patience needs a validation record; a
-// resumed run continues the checkpoint's early stopping.
-static int es_setup(train_run *t, clef_err *err)
-{
-    const train_cfg *c = &t->c;
-    early_stop *es = &t->es;
-    es->on = c->patience > 0;
-    es->best_step = -1;
-    es->written = -1;
-    es->best_value = c->metric_acc ? -INFINITY : INFINITY;
-    if (!es->on)
-        return 0;
-    if (t->pkg->nsplit[CLEF_SPLIT_VALIDATION] == 0)
-        return clef_err_input(err, t->pkg->manifest, NULL, "--patience",
-                              "early stopping needs a record with split "
-                              "\"validation\"; the package has none");
-    if (!(es->best = malloc(t->hd.nparams * sizeof(float))))
-        return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
-    if (!c->resume)
-        return 0;
-    if (!es->meta)
-        return clef_err_input(err, c->resume, NULL, "--patience",
-                              "the checkpoint holds no early-stopping state "
-                              "(it was trained without --patience): resume "
-                              "without --patience or start a new run");
-    return es_restore(t, err);
-}
-
-// One --eval-every evaluation: an improvement beats the best --metric
-// (validation loss, lower; or validation accuracy, higher) by more than
-// --min-delta.
-static void es_observe(train_run *t, long step, const cli_eval *ev)
-{
-    early_stop *es = &t->es;
-    const int V = CLEF_SPLIT_VALIDATION, acc = t->c.metric_acc;
-    const double v = acc ? (ev->nacc[V] ? (double)ev->correct[V] / ev->nacc[V]
-                                        : NAN)
-                         : ev->loss[V];
-    const int better = acc ? v > es->best_value + t->c.min_delta
-                           : v < es->best_value - t->c.min_delta;
-    if (isfinite(v) && better) {
-        es->best_value = v;
-        es->best_step = step;
-        es->bad = 0;
-        memcpy(es->best, t->hd.params, t->hd.nparams * sizeof(float));
-    } else {
-        es->bad++;
-    }
-}
-
-// The state for the checkpoint's metadata (malloc'd JSON), NULL when off.
-static char *es_meta(const train_run *t)
-{
-    char loss[64], hex[CLEF_SHA256_HEX] = "";
-    snprintf(loss, sizeof(loss), "%a", t->es.best_value);
-    if (t->es.best_step >= 0 && params_sha(t, t->es.best, hex))
-        return NULL;
-    json_t *j = json_pack("{s:i, s:f, s:s, s:I, s:s, s:i, s:s}", "patience",
-                          t->c.patience, "min_delta", t->c.min_delta,
-                          "metric", metric_name(&t->c), "best_step",
-                          (json_int_t)t->es.best_step, "best_loss", loss,
-                          "bad", t->es.bad, "best_sha256", hex);
-    char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    json_decref(j);
-    return out;
-}
-
-// best-<best_step>.safetensors (atomic), before a checkpoint refers to it.
-static int es_write_best(train_run *t, clef_err *err)
-{
-    early_stop *es = &t->es;
-    if (!es->on || es->best_step < 0 || es->written == es->best_step)
-        return 0;
-    clef_head view = t->hd;
-    view.params = es->best;
-    size_t at = 0;
-    int ti = clef_first_nonfinite(&view, es->best, &at);
-    if (ti >= 0)
-        return clef_err_set(err, CLEF_ERR_RUN,
-                            "non-finite best parameter %s[%zu] (step %ld): "
-                            "nothing written", view.tensors[ti].name, at,
-                            es->best_step);
-    char path[PATH_MAX], step[32];
-    best_path(t, es->best_step, path, sizeof(path));
-    snprintf(step, sizeof(step), "%ld", es->best_step);
-    clef_st_meta meta[2] = {{"package_sha256", t->pkg->sha256},
-                            {"step", step}};
-    int rc = clef_weights_save(path, &view, meta, 2, err);
-    if (!rc)
-        es->written = es->best_step;
-    return rc;
-}
-
-static json_t *es_json(const train_run *t)
-{
-    const early_stop *es = &t->es;
-    if (!es->on)
-        return json_null();
-    json_t *best =
-        es->best_step >= 0 ? json_real(es->best_value) : json_null();
-    return json_pack(
-        "{s:i, s:f, s:s, s:o, s:O, s:o, s:I, s:b}", "patience", t->c.patience,
-        "min_delta", t->c.min_delta, "metric", metric_name(&t->c),
-        "best_step",
-        es->best_step >= 0 ? json_integer(es->best_step) : json_null(),
-        "best_value", best,
-        t->c.metric_acc ? "best_validation_accuracy" : "best_validation_loss",
-        best, "stopped_at_step", (json_int_t)t->hd.step, "stopped_early",
-        es_stopped(t) && t->hd.step < t->total_steps);
-}
-
 // --precision bf16: the head runs on a copy of the table with a bf16
 // context for its parameters (core/mm.h).
 static int precision_setup(train_run *t, clef_err *err)
@@ -443,7 +196,7 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
                               "the checkpoint is at step %ld, past the %ld "
                               "steps of %d epochs", t->start_step,
                               t->total_steps, c->epochs);
-    if ((rc = es_setup(t, err)))
+    if ((rc = train_es_setup(t, err)))
         return rc;
     // the run dir: absent or empty, or the folder of --resume; writable
     // (rank 0's: the only rank that writes)
@@ -466,7 +219,7 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     if (t->dp && !(t->rss = calloc((size_t)cli_mpi_size(), sizeof(double))))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     if (!t->ws ||
-        (t->dp && cli_dp_init(&t->dpx, t->hd.nparams, dp_shard(&t->c))))
+        (t->dp && cli_dp_init(&t->dpx, t->hd.nparams, train_dp_shard(&t->c))))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     return cli_memory_attention(t->ws, err);
 }
@@ -476,101 +229,6 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
 static int frozen_unchanged(train_run *t)
 {
     return cli_frozen_same(t->pkg, t->frozen, t->nfrozen);
-}
-
-// ----------------------------------------------------------- results --
-
-static json_t *split_loss(const cli_eval *ev, int s)
-{
-    return ev->nq[s] ? json_real(ev->loss[s]) : json_null();
-}
-
-static json_t *split_acc(const cli_eval *ev, int s)
-{
-    return ev->nacc[s] ? json_real((double)ev->correct[s] / ev->nacc[s])
-                       : json_null();
-}
-
-static json_t *metrics_json(const clef_package *pkg, const cli_eval *b,
-                            const cli_eval *a)
-{
-    json_t *m = json_object();
-    const int T = CLEF_SPLIT_TRAIN, V = CLEF_SPLIT_VALIDATION;
-    json_object_set_new(m, "train_loss_before", split_loss(b, T));
-    json_object_set_new(m, "train_loss_after", split_loss(a, T));
-    json_object_set_new(m, "validation_loss_before", split_loss(b, V));
-    json_object_set_new(m, "validation_loss_after", split_loss(a, V));
-    json_object_set_new(m, "train_accuracy_before", split_acc(b, T));
-    json_object_set_new(m, "train_accuracy_after", split_acc(a, T));
-    json_object_set_new(m, "validation_accuracy_before", split_acc(b, V));
-    json_object_set_new(m, "validation_accuracy_after", split_acc(a, V));
-    json_t *pa = cli_per_question_json(pkg, a, CLI_SPLITS_ALL);
-    json_t *pb = cli_per_question_json(pkg, b, CLI_SPLITS_ALL);
-    json_object_set_new(m, "per_question",
-                        pa && pb ? json_pack("{s:o, s:o}", "after", pa,
-                                             "before", pb)
-                                 : json_null());
-    if (!(pa && pb)) {
-        json_decref(pa);
-        json_decref(pb);
-    }
-    return m;
-}
-
-static json_t *floats_json(const float *x, int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_real((double)x[i]));
-    return a;
-}
-
-// Every record with its logits and probabilities (after training).
-static json_t *records_json(const clef_package *pkg, const cli_eval *ev)
-{
-    json_t *arr = json_array();
-    for (int i = 0; i < pkg->nrecords; i++) {
-        const clef_record *r = &pkg->records[i];
-        const float *z = ev->z + ev->zoff[i], *p = ev->p + ev->zoff[i];
-        json_t *qs = json_array();
-        for (int q = 0; q < r->Q; q++) {
-            int o0 = r->opt_off[q], n = r->opt_off[q + 1] - o0;
-            json_t *opts = json_array();
-            for (int j = 0; j < n; j++)
-                json_array_append_new(opts, json_string(r->oid[o0 + j]));
-            json_t *jq = json_pack(
-                "{s:s, s:s, s:o, s:o, s:o, s:s}", "id", r->qid[q], "type",
-                clef_qtype_name(r->qtype[q]), "options", opts, "logits",
-                floats_json(z + o0, n), "probabilities", floats_json(p + o0, n),
-                "predicted", r->oid[o0 + cli_argmax(p + o0, n)]);
-            if (r->has_target[q] && r->label[q] >= 0)
-                json_object_set_new(jq, "label",
-                                    json_string(r->oid[o0 + r->label[q]]));
-            else
-                json_object_set_new(jq, "label", json_null());
-            if (r->has_target[q] && r->label[q] < 0)
-                json_object_set_new(jq, "target",
-                                    floats_json(r->target + o0, n));
-            json_array_append_new(qs, jq);
-        }
-        json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:o}", "id", r->id, "split",
-                           clef_split_name(r->split), "questions", qs));
-    }
-    return arr;
-}
-
-static json_t *history_point(const clef_package *pkg, long step,
-                             const cli_eval *ev)
-{
-    const int V = CLEF_SPLIT_VALIDATION;
-    json_t *perq = cli_split_accuracy_json(pkg, ev, V);
-    return json_pack("{s:I, s:o, s:o, s:o, s:o}", "step", (json_int_t)step,
-                     "train_loss", split_loss(ev, CLEF_SPLIT_TRAIN),
-                     "validation_loss", split_loss(ev, V),
-                     "validation_accuracy", split_acc(ev, V),
-                     "validation_accuracy_per_question",
-                     perq ? perq : json_null());
 }
 
 // ------------------------------------------------------- checkpoints --
@@ -603,9 +261,9 @@ static int save_checkpoint(train_run *t, clef_err *err)
 {
     char path[PATH_MAX], epoch[32], pos[32];
     int rc = check_finite_state(t, err);
-    if (rc || (rc = es_write_best(t, err)))
+    if (rc || (rc = train_es_write_best(t, err)))
         return rc;
-    char *es = t->es.on ? es_meta(t) : NULL;
+    char *es = t->es.on ? train_es_meta(t) : NULL;
     if (t->es.on && !es)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     long nb = t->plan.nbatches ? t->plan.nbatches : 1;
@@ -715,7 +373,7 @@ static void prune_best(train_run *t)
     int n = list_steps(t, "best-", steps, 4096);
     for (int i = 0; i < n && steps[i] < lo; i++) {
         char path[PATH_MAX];
-        best_path(t, steps[i], path, sizeof(path));
+        train_best_path(t, steps[i], path, sizeof(path));
         unlink(path);
     }
 }
@@ -866,7 +524,7 @@ static int train_loop(train_run *t, clef_err *err)
     double loss = 0;
     int rc = 0;
     double t0 = cli_now(), last_ckpt = t0;
-    while (t->hd.step < t->total_steps && !es_stopped(t)) {
+    while (t->hd.step < t->total_steps && !train_es_stopped(t)) {
         long s = t->hd.step;
         if (s / nb != epoch) {
             epoch = s / nb;
@@ -900,13 +558,13 @@ static int train_loop(train_run *t, clef_err *err)
             if ((rc = eval_splits(t, MASK_TRAIN_VALIDATION, &ev, err)))
                 break;
             json_array_append_new(t->history,
-                                  history_point(t->pkg, step, &ev));
+                                  train_history_point(t->pkg, step, &ev));
             if (t->es.on)
-                es_observe(t, step, &ev);
+                train_es_observe(t, step, &ev);
             cli_eval_free(&ev);
         }
         if (checkpoint_due(t, step, last_ckpt) && step != t->total_steps &&
-            !es_stopped(t)) {
+            !train_es_stopped(t)) {
             if ((rc = checkpoint_all(t, err)))
                 break;
             last_ckpt = cli_now();
@@ -916,119 +574,6 @@ static int train_loop(train_run *t, clef_err *err)
     if (!rc && t->total_steps > t->start_step)
         progress_show(&pb, t, t->hd.step, loss, 1);
     free(recs);
-    return rc;
-}
-
-static double peak_rss_mb(void)
-{
-    struct rusage ru; // peak resident set of the process so far (KiB)
-    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0;
-}
-
-// Every rank's peak RSS to every rank (t->rss: allocated with the workspace).
-static void rss_gather(train_run *t)
-{
-    cli_mpi_allgather_f64(peak_rss_mb(), t->rss);
-}
-
-// {"ranks": N, "shard_records": S, "peak_rss_mb": [per rank]}, or null.
-static json_t *dp_json(const train_run *t)
-{
-    if (!t->dp)
-        return json_null();
-    json_t *rss = json_array();
-    for (int r = 0; r < cli_mpi_size(); r++)
-        json_array_append_new(rss, json_real(t->rss[r]));
-    return json_pack("{s:i, s:i, s:s, s:o}", "ranks", cli_mpi_size(),
-                     "shard_records", dp_shard(&t->c), "combine",
-                     "shard order, fixed for any rank count", "peak_rss_mb",
-                     rss);
-}
-
-static json_t *artifacts_json(const train_run *t, const char *weights)
-{
-    json_t *ck = json_array();
-    for (int i = 0; i < t->nhist; i++) {
-        char path[64], full[PATH_MAX + 64];
-        snprintf(path, sizeof(path), "checkpoint-%ld.safetensors", t->hist[i]);
-        snprintf(full, sizeof(full), "%s/%s", t->run_abs, path);
-        json_array_append_new(ck, json_string(full));
-    }
-    char w[PATH_MAX + 64];
-    snprintf(w, sizeof(w), "%s/weights.safetensors", t->run_abs);
-    return json_pack("{s:o, s:o}", "weights",
-                     weights ? json_string(w) : json_null(), "checkpoints",
-                     ck);
-}
-
-static json_t *result_json(train_run *t, const clef_err *fail, int checks[3],
-                           const char *weights)
-{
-    json_t *j = json_object();
-    json_object_set_new(j, "status", json_string(fail ? "error" : "ok"));
-    if (fail) {
-        // what a rerun can --resume from: every checkpoint written is finite
-        char last[PATH_MAX + 64] = "";
-        if (t->nhist)
-            snprintf(last, sizeof(last), "%s/checkpoint-%ld.safetensors",
-                     t->run_abs, t->hist[t->nhist - 1]);
-        json_object_set_new(j, "error",
-                            json_pack("{s:i, s:s, s:o}", "code", fail->code,
-                                      "message", fail->msg,
-                                      "last_good_checkpoint",
-                                      last[0] ? json_string(last)
-                                              : json_null()));
-    }
-    json_object_set_new(j, "completed_steps", json_integer(t->hd.step));
-    json_object_set_new(j, "package",
-                        json_pack("{s:s, s:s}", "manifest", t->manifest_abs,
-                                  "sha256", t->pkg->sha256));
-    json_object_set_new(j, "train",
-                        cli_train_settings(&t->c, t->k->backend,
-                                           cli_threads()));
-    if (t->pkg->provenance)
-        json_object_set_new(j, "provenance",
-                            json_loads(t->pkg->provenance, 0, NULL));
-    if (t->before.z && t->after.z)
-        json_object_set_new(j, "metrics",
-                            metrics_json(t->pkg, &t->before, &t->after));
-    json_object_set_new(j, "early_stopping", es_json(t));
-    json_object_set_new(j, "stop_reason",
-                        json_string(fail ? "error"
-                                    : es_stopped(t) && t->hd.step < t->total_steps
-                                        ? "patience"
-                                        : "epochs"));
-    json_object_set_new(j, "history", json_incref(t->history));
-    if (t->after.z)
-        json_object_set_new(j, "records", records_json(t->pkg, &t->after));
-    if (checks)
-        json_object_set_new(
-            j, "checks",
-            json_pack("{s:b, s:b, s:b}", "frozen_inputs_unchanged", checks[0],
-                      "checkpoint_reload", checks[1], "export_parity",
-                      checks[2]));
-    json_object_set_new(j, "artifacts", artifacts_json(t, weights));
-    json_object_set_new(j, "data_parallel", dp_json(t));
-    double total = cli_now() - t->t0;
-    long steps = t->hd.step - t->start_step;
-    double peak_mb = peak_rss_mb();
-    json_object_set_new(
-        j, "timing",
-        json_pack("{s:f, s:f, s:f, s:f}", "total_s", total, "train_s",
-                  t->train_s, "updates_per_s",
-                  t->train_s > 0 ? steps / t->train_s : 0.0, "peak_rss_mb",
-                  peak_mb));
-    return j;
-}
-
-static int write_results(train_run *t, json_t *res, clef_err *err)
-{
-    char path[PATH_MAX + 32];
-    snprintf(path, sizeof(path), "%s/result.json", t->c.run_dir);
-    size_t fl = JSON_INDENT(2) | JSON_REAL_PRECISION(9);
-    int rc = cli_write_json(path, res, fl, err);
-    if (!rc && t->c.json_out)
-        rc = cli_write_json(t->c.json_out, res, fl, err);
     return rc;
 }
 
@@ -1045,7 +590,7 @@ static int final_history_point(train_run *t, const cli_eval *ev,
     if (!ev && (rc = eval_splits(t, MASK_TRAIN_VALIDATION, &own, err)))
         return rc;
     json_array_append_new(t->history,
-                          history_point(t->pkg, t->hd.step, ev ? ev : &own));
+                          train_history_point(t->pkg, t->hd.step, ev ? ev : &own));
     if (!ev)
         cli_eval_free(&own);
     return 0;
@@ -1100,7 +645,7 @@ static int run(train_run *t, clef_err *err)
     if ((rc = eval_splits(t, 7u, &t->before, err)))
         goto out;
     json_array_append_new(t->history,
-                          history_point(t->pkg, t->hd.step, &t->before));
+                          train_history_point(t->pkg, t->hd.step, &t->before));
     if ((rc = train_loop(t, err)))
         goto out;
     if (!es && ((rc = evaluate_after(t, err)) ||
@@ -1143,13 +688,13 @@ static int run(train_run *t, clef_err *err)
         }
 out:;
     if (t->dp) // rank 0 alone knows whether its files went well
-        rss_gather(t);
+        train_rss_gather(t);
     if (!is_root(t))
         return agree(t, rc, err);
-    json_t *res = result_json(t, rc ? err : NULL, weights ? checks : NULL,
+    json_t *res = train_result_json(t, rc ? err : NULL, weights ? checks : NULL,
                               weights);
     clef_err werr = {0};
-    int wrc = write_results(t, res, &werr);
+    int wrc = train_write_results(t, res, &werr);
     json_decref(res);
     if (!rc && wrc) {
         *err = werr;
@@ -1171,7 +716,7 @@ static void print_summary(const train_run *t)
     if (t->es.on && t->es.best_step >= 0)
         printf(", early stopping: best step %ld (validation loss %.6g)%s",
                t->es.best_step, t->es.best_value,
-               es_stopped(t) && t->hd.step < t->total_steps ? ", stopped early"
+               train_es_stopped(t) && t->hd.step < t->total_steps ? ", stopped early"
                                                             : "");
     printf("\nweights: %s/weights.safetensors\nresult: %s/result.json\n",
            t->run_abs, t->run_abs);
