@@ -42,6 +42,19 @@ def accuracy(ans, lab):
     return {q: hit / n for q, (hit, n) in by_q.items()}
 
 
+def clef_score(clef, run_dir, pkg, precision):
+    """`clef score` of run_dir/weights.safetensors on the package: its
+    stdout; exits with clef's message when it fails."""
+    out = subprocess.run([clef, "score", "--weights",
+                          os.path.join(run_dir, "weights.safetensors"),
+                          "--package", pkg, "--precision", precision],
+                         capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(f"clef score failed for {run_dir}: "
+                         + out.stderr.strip())
+    return out.stdout
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog="precision_rescore.py")
     p.add_argument("dir")
@@ -64,14 +77,8 @@ def main(argv):
         rd = os.path.join(a.dir, f"run-seed{seed}")
         with open(os.path.join(rd, "scores.jsonl")) as f:
             before = argmax_answers(f, lab)
-        out = subprocess.run([clef, "score", "--weights",
-                              os.path.join(rd, "weights.safetensors"),
-                              "--package", pkg, "--precision", to],
-                             capture_output=True, text=True)
-        if out.returncode:
-            raise SystemExit(f"clef score failed for seed {seed}: "
-                             + out.stderr.strip())
-        after = argmax_answers(out.stdout.splitlines(), lab)
+        after = argmax_answers(
+            clef_score(clef, rd, pkg, to).splitlines(), lab)
         if after.keys() != before.keys():
             raise SystemExit(f"seed {seed}: the two scorings cover "
                              "different records")

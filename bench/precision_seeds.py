@@ -33,7 +33,7 @@ import subprocess
 import sys
 
 from precision_compare import argmax_answers, band, history
-from precision_rescore import accuracy, labelled
+from precision_rescore import accuracy, clef_score, labelled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,15 +103,9 @@ def scored(run_dir, pkg, precision, lab):
     once and kept in run_dir/scores.jsonl."""
     path = os.path.join(run_dir, "scores.jsonl")
     if not os.path.exists(path):
-        out = subprocess.run([clef_bin(), "score", "--weights",
-                              os.path.join(run_dir, "weights.safetensors"),
-                              "--package", pkg, "--precision", precision],
-                             capture_output=True, text=True)
-        if out.returncode:
-            raise SystemExit(f"clef score failed for {run_dir}: "
-                             + out.stderr.strip())
+        text = clef_score(clef_bin(), run_dir, pkg, precision)
         with open(path + ".tmp", "w") as f:
-            f.write(out.stdout)
+            f.write(text)
         os.replace(path + ".tmp", path)
     with open(path) as f:
         return argmax_answers(f, lab)
