@@ -6,7 +6,8 @@
 #include "train.h"
 
 // SHA-256 of every buffer training must never touch: E and, per record,
-// H, xhat (or the bf16 x̂ that replaced both), qvhat, ctxhat and lex.
+// H and xhat, the bf16 x̂ (that replaced both, or beside them), qvhat,
+// ctxhat and lex.
 // hashes: NULL to count only.
 int cli_frozen_hashes(const clef_package *p, char **hashes)
 {
@@ -21,9 +22,9 @@ int cli_frozen_hashes(const clef_package *p, char **hashes)
     HASH(p->E, (size_t)p->V * d);
     for (int i = 0; i < p->nrecords; i++) {
         const clef_record *r = &p->records[i];
-        if (r->xhat16) {
+        if (r->xhat16) // bf16 x̂ alone, or beside the float x̂
             HASH(r->xhat16, (size_t)r->T * d);
-        } else {
+        if (r->xhat) {
             HASH(r->H, (size_t)r->T * d);
             HASH(r->xhat, (size_t)r->T * d);
         }

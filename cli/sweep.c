@@ -325,8 +325,9 @@ static int check_first_run(const sweep_spec *s, const clef_package *pkg,
 // ------------------------------------------------------------- main --
 
 // Everything that can exit 2, before anything is written: the package read
-// and prepared (bf16 x̂ only when no run reads it in fp32, as clef train
-// alone would), the sweep dir, the first run's flags.
+// and prepared as clef train alone would prepare it for each run (x̂ in bf16
+// alone when every run trains in bf16; in float, and in bf16 beside it when
+// the runs mix precisions), the sweep dir, the first run's flags.
 static int sweep_setup(sweep_spec *s, clef_package *pkg, json_t **spec,
                        clef_err *err)
 {
@@ -348,7 +349,8 @@ static int sweep_setup(sweep_spec *s, clef_package *pkg, json_t **spec,
     if ((rc = (b16 ? clef_package_read_half
                    : clef_package_read)(s->manifest, s->pin, pkg, err)) ||
         (rc = (b16 ? clef_package_prepare_bf16 : clef_package_prepare)(pkg, &k,
-                                                                       err)))
+                                                                       err)) ||
+        (!b16 && s->any_bf16 && (rc = clef_package_add_bf16(pkg, &k, err))))
         return rc;
     if (!(*spec = sweep_spec_json(s, pkg->sha256)))
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");

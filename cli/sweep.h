@@ -30,6 +30,7 @@ typedef struct sweep_spec {
     int nshared;
     int user_ckpt; // --checkpoint-every or -seconds among the shared
     int all_bf16;  // every run trains in bf16: x̂ kept in bf16 once
+    int any_bf16;  // some run does: x̂ also in bf16, beside the float x̂
     sweep_run *runs;
     int nruns;
 } sweep_spec;

@@ -557,6 +557,7 @@ static void run_free(sweep_run *r)
 static int check_runs(sweep_spec *s, clef_err *err)
 {
     s->all_bf16 = s->nruns > 0;
+    s->any_bf16 = 0;
     for (int i = 0; i < s->nruns; i++) {
         sweep_run *r = &s->runs[i];
         if (!(r->name = run_name(r)))
@@ -569,6 +570,7 @@ static int check_runs(sweep_spec *s, clef_err *err)
         clef_err e = {0};
         int rc = cli_train_parse(argc, argv, &c, &e);
         s->all_bf16 &= !rc && c.bf16;
+        s->any_bf16 |= !rc && c.bf16;
         if (!rc) {
             json_t *j = cli_train_settings(&c, NULL, 0);
             json_object_set_new(j, "eval_every", json_integer(c.eval_every));

@@ -34,7 +34,8 @@ static void stack(float *dst, const float *src, int rows, int n)
     clef_rows_copy(dst, src, (size_t)rows * n);
 }
 
-void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)
+void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n,
+                      int bf16)
 {
     const int d = ws->cfg.d;
     if (!clef_batch_fits(ws, recs, n)) { // a caller bug, never bad input
@@ -70,9 +71,10 @@ void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n)
     ws->T = ws->t_off[n];
     ws->Q = ws->q_off[n];
     ws->O = ws->o_off[n];
-    for (int b = 0; b < n; b++) {
-        ws->xrec[b] = recs[b]->xhat;
-        ws->xrec16[b] = recs[b]->xhat16;
+    for (int b = 0; b < n; b++) { // readers take xrec16 when it is set
+        const clef_record *r = recs[b];
+        ws->xrec[b] = r->xhat;
+        ws->xrec16[b] = bf16 || !r->xhat ? r->xhat16 : NULL;
     }
     if (n == 1) { // a record alone needs no copies
         ws->qvhat = recs[0]->qvhat;

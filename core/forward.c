@@ -527,7 +527,7 @@ void clef_batch_forward(const clef_kernels *k, const clef_head *hd,
                         float *z)
 {
     const clef_config *c = &hd->cfg;
-    clef_batch_index(ws, recs, n);
+    clef_batch_index(ws, recs, n, k->mm != NULL);
     const int T = ws->T, w = c->w;
     ws->absorb_route =
         clef_memattn_absorbs(ws->memattn, w, c->h, (double)ws->ot_off[n], T);

@@ -122,8 +122,8 @@ typedef struct clef_record {
     char **oid;       // (O) option ids (may be NULL in tests)
     // Per-record constants (clef_record_prepare): H and E are frozen.
     float *xhat;   // (T, d) (H − μ) / σ per row
-    uint16_t *xhat16; // (T, d) x̂ in bf16 (clef_record_keep_bf16): then
-                      // xhat and H are NULL
+    uint16_t *xhat16; // (T, d) x̂ in bf16 (clef_record_keep_bf16: then
+                      // xhat and H are NULL; clef_record_add_bf16: beside)
     float *qvhat;  // (Q, d) span means of xhat over question spans
     float *ctxhat; // (O, d) span means of xhat over option spans
     float *lex;    // (O, d) span means of E[ids] over option spans
@@ -141,6 +141,11 @@ void clef_record_free(clef_record *r); // frees every member, not r itself
 // once the record is prepared. Such a record runs only on a bf16 table.
 // 0, or -1 when out of memory (the record unchanged).
 int clef_record_keep_bf16(const clef_kernels *k, clef_record *r);
+// x̂ rounded to bf16 by k beside the float x̂ (both kept): a record that
+// runs on fp32 and bf16 tables alike, each reading its own copy, so each
+// gives the bits of a record prepared for it alone. 0, or -1 when out of
+// memory (the record unchanged).
+int clef_record_add_bf16(const clef_kernels *k, clef_record *r);
 
 // ---- forward / backward workspace for a batch of records ----
 // A batch is executed packed (core/acts.h): the workspace is sized by the

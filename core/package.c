@@ -132,11 +132,11 @@ int clef_package_find(const clef_package *pkg, const char *id)
     return -1;
 }
 
-int clef_package_keep_bf16(clef_package *pkg, const clef_kernels *k,
-                           clef_err *err)
+int clef_package_add_bf16(clef_package *pkg, const clef_kernels *k,
+                          clef_err *err)
 {
     for (int i = 0; i < pkg->nrecords; i++)
-        if (clef_record_keep_bf16(k, &pkg->records[i]))
+        if (clef_record_add_bf16(k, &pkg->records[i]))
             return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     return 0;
 }

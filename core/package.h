@@ -62,10 +62,11 @@ int clef_package_read_half(const char *manifest_path, const char *pin_sha256,
 int clef_package_prepare(clef_package *pkg, const clef_kernels *k,
                          clef_err *err);
 void clef_package_free(clef_package *pkg);
-// clef_record_keep_bf16 on every record of a prepared package (a head that
-// runs in bf16): x̂ in bf16, H and the fp32 x̂ released. 0 or error.
-int clef_package_keep_bf16(clef_package *pkg, const clef_kernels *k,
-                           clef_err *err);
+// clef_record_add_bf16 on every record of a prepared package (runs in fp32
+// and in bf16 share it, as a sweep's do): x̂ in bf16 beside the float x̂.
+// 0 or error.
+int clef_package_add_bf16(clef_package *pkg, const clef_kernels *k,
+                          clef_err *err);
 // clef_package_prepare, then clef_record_keep_bf16, record by record: at no
 // point does the package hold every record's x̂ (or H) in float.
 int clef_package_prepare_bf16(clef_package *pkg, const clef_kernels *k,

@@ -94,7 +94,7 @@ static void free_strings(char **s, int n)
     free(s);
 }
 
-int clef_record_keep_bf16(const clef_kernels *k, clef_record *r)
+int clef_record_add_bf16(const clef_kernels *k, clef_record *r)
 {
     if (r->xhat16)
         return 0;
@@ -103,12 +103,19 @@ int clef_record_keep_bf16(const clef_kernels *k, clef_record *r)
     if (!x)
         return -1;
     k->cvt_f32_bf16(n, r->xhat, x);
+    r->xhat16 = x;
+    return 0;
+}
+
+int clef_record_keep_bf16(const clef_kernels *k, clef_record *r)
+{
+    if (clef_record_add_bf16(k, r))
+        return -1;
     free(r->xhat);
     free(r->H);
     free(r->Hh);
     r->xhat = r->H = NULL;
     r->Hh = NULL;
-    r->xhat16 = x;
     return 0;
 }
 

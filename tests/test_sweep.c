@@ -4,7 +4,8 @@
 // killed as by kill -9 (twice) and rerun ends with the same sweep.json and
 // weights, byte for byte, as an uninterrupted one; a sweep dir of another
 // sweep is refused; bad specs exit 2 with nothing written; the leaderboard
-// ranks by the metric and links the best run's weights.
+// ranks by the metric and links the best run's weights; runs in fp32 and
+// bf16 in one sweep each match clef train alone in their precision.
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <math.h>
@@ -98,6 +99,35 @@ Test(sweep, runs_match_clef_train_alone)
     json_decref(runs);
     check_runs_alone(dir, pkg, "p1");
     check_runs_alone(dir, pkg, "p2");
+    tp_rmdir(dir);
+}
+
+// Runs in fp32 and bf16 share one package: each must still be clef train
+// alone in its precision, bit for bit. A bf16 run alone keeps x̂ in bf16 and
+// reads it so outside the products too (X = x̂ ⊙ γ + β, γ's gradient), so
+// the shared package holds both copies; reading the float x̂ instead gives
+// other bits.
+Test(sweep, mixed_precisions_match_clef_train_alone)
+{
+    char *dir = tp_tmpdir(), *pkg = make_fixture(dir);
+    cr_assert_eq(sweep(dir, pkg, "mix", "--grid precision=fp32,bf16"), 0,
+                 "%s", tp_err(dir));
+    static const char *const prec[2] = {"fp32", "bf16"};
+    for (int i = 0; i < 2; i++) {
+        char alone[PATH_MAX], a[PATH_MAX + 32], s[PATH_MAX];
+        snprintf(alone, sizeof(alone), "%s/alone-%s", dir, prec[i]);
+        cr_assert_eq(tp_clef(dir,
+                             "train --quiet --package %s/package.json "
+                             "--run-dir %s " SHARED " --precision %s",
+                             pkg, alone, prec[i]),
+                     0, "%s", tp_err(dir));
+        snprintf(a, sizeof(a), "%s/weights.safetensors", alone);
+        snprintf(s, sizeof(s), "%s/mix/runs/prec=%s/weights.safetensors", dir,
+                 prec[i]);
+        cr_assert(tp_same_file(a, s),
+                  "the %s run of a mixed sweep differs from clef train alone",
+                  prec[i]);
+    }
     tp_rmdir(dir);
 }
 
