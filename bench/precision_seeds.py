@@ -14,8 +14,11 @@ loss, best weights kept): the runs of a seed share the initial weights and
 the order of the batches, so what differs between them is the precision of
 the products alone. The sweep is resumable, and DIR/seeds/ keeps it.
 
-Each run's weights are scored once on the split (argmax per record and
-question), in the run's own precision. Per question the script prints the
+Each run's answers on the split (argmax per record and question) are those
+its result.json holds: every record scored once, after training, with the
+weights the run exported, in its own precision. For the first --check seeds
+(default 1) the script scores the exported weights again with `clef score`
+and stops if a single answer differs. Per question the script prints the
 mean accuracy of each precision, the paired difference B - A in points
 (mean, sd, standard error, a 95 % interval by the t distribution), the
 per-seed differences, and how many of the split's answers two runs of a seed
@@ -98,9 +101,18 @@ def finished_runs(sweep_dir):
     return out
 
 
+def answers(run_dir, lab):
+    """{(record, question): predicted option} of the run's result.json, for
+    the keys of lab."""
+    with open(os.path.join(run_dir, "result.json")) as f:
+        res = json.load(f)
+    return {(r["id"], q["id"]): q["predicted"] for r in res["records"]
+            for q in r["questions"] if (r["id"], q["id"]) in lab}
+
+
 def scored(run_dir, pkg, precision, lab):
-    """argmax answers of the run's weights on the split's records, scored
-    once and kept in run_dir/scores.jsonl."""
+    """argmax answers of the run's weights on the split's records by
+    `clef score`, kept in run_dir/scores.jsonl."""
     path = os.path.join(run_dir, "scores.jsonl")
     if not os.path.exists(path):
         text = clef_score(clef_bin(), run_dir, pkg, precision)
@@ -151,6 +163,8 @@ def main(argv):
     p.add_argument("--eps", default="1e-8")
     p.add_argument("--max-grad-norm", default="1")
     p.add_argument("--patience", type=int, default=10)
+    p.add_argument("--check", type=int, default=1,
+                   help="seeds whose runs are scored again by clef score")
     p.add_argument("--no-run", action="store_true",
                    help="only score and compare the runs finished so far")
     a = p.parse_args(argv[1:])
@@ -170,15 +184,26 @@ def main(argv):
 
     # {value: {seed: (answers, run)}}; precision is the axis or fp32
     by = {v: {} for v in values}
+    prec = {}
     for s, rd in finished_runs(sweep_dir):
-        prec = s.get("precision", "fp32")
-        by[str(s[axis])][int(s["seed"])] = (scored(rd, pkg, prec, lab), rd)
+        v, seed = str(s[axis]), int(s["seed"])
+        by[v][seed] = (answers(rd, lab), rd)
+        prec[(v, seed)] = s.get("precision", "fp32")
     seeds = sorted(set(by[values[0]]) & set(by[values[1]]))
     if not seeds:
         raise SystemExit(f"{sweep_dir}: no seed has both runs finished")
+    for seed in seeds[:a.check]:
+        for v in values:
+            ans, rd = by[v][seed]
+            again = scored(rd, pkg, prec[(v, seed)], lab)
+            diff = sum(again[k] != ans[k] for k in ans)
+            if diff or again.keys() != ans.keys():
+                raise SystemExit(f"{rd}: clef score gives {diff} answers "
+                                 "other than its result.json")
     A, B = values
     print(f"{a.dir}: {len(seeds)} seeds, {axis} {A} (A) against {B} (B), "
-          f"{a.split} split ({len(lab)} answers per run)")
+          f"{a.split} split ({len(lab)} answers per run; those of "
+          f"{min(a.check, len(seeds))} seeds checked against clef score)")
     summary = {"axis": axis, "a": A, "b": B, "seeds": seeds,
                "split": a.split, "bound": a.bound, "questions": {}}
     qs = sorted({k[1] for k in lab})

@@ -87,8 +87,8 @@ class PairedSweep(unittest.TestCase):
         r = self.first
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"{SEEDS} seeds, precision fp32 (A) against bf16 (B), "
-                      f"validation split ({NVAL * NQ} answers per run)",
-                      r.stdout)
+                      f"validation split ({NVAL * NQ} answers per run; those "
+                      "of 1 seeds checked against clef score)", r.stdout)
         self.assertRegex(r.stdout, r"q0 \(n = %d\): mean accuracy fp32 "
                          r"\d\.\d{4}, bf16 \d\.\d{4}; B - A [-+]\d+\.\d\d "
                          r"points \(sd .*95 %% interval .*: within" % NVAL)
@@ -139,26 +139,30 @@ class PairedSweep(unittest.TestCase):
         tail = lambda r: r.stdout[r.stdout.index(  # noqa: E731
             f": {SEEDS} seeds, "):]
         self.assertEqual(tail(again), tail(self.first))
-        # every fp32 answer made right and every bf16 answer wrong: -100
-        # points in each seed, beyond any bound
+        # every fp32 answer made right and every bf16 answer wrong in the
+        # runs' result.json: -100 points in each seed, beyond any bound
         from precision_rescore import labelled
         lab = labelled(self.pkg, "validation")
         for s in range(1, SEEDS + 1):
             for prec in ("fp32", "bf16"):
                 path = os.path.join(self.run_dir(s, prec, out),
-                                    "scores.jsonl")
-                lines = []
-                for line in open(path):
-                    r = json.loads(line)
-                    k = (r["record"], r["question"])
-                    right = lab.get(k)
-                    for x in r["scores"]:
-                        hit = x["candidate_id"] == right
-                        x["probability"] = float(hit == (prec == "fp32"))
-                    lines.append(json.dumps(r))
+                                    "result.json")
+                res = json.load(open(path))
+                for r in res["records"]:
+                    for q in r["questions"]:
+                        right = lab.get((r["id"], q["id"]))
+                        if right is None:
+                            continue
+                        wrong = [o for o in q["options"] if o != right][0]
+                        q["predicted"] = right if prec == "fp32" else wrong
                 with open(path, "w") as f:
-                    f.write("\n".join(lines) + "\n")
-        bad = self.seeds("--no-run", "--bound", "0.5", out=out)
+                    json.dump(res, f)
+        # seed 1's answers no longer those of its weights: the check stops
+        chk = self.seeds("--no-run", out=out)
+        self.assertNotEqual(chk.returncode, 0)
+        self.assertIn("answers other than its result.json", chk.stderr)
+        bad = self.seeds("--no-run", "--bound", "0.5", "--check", "0",
+                         out=out)
         self.assertEqual(bad.returncode, 1, bad.stdout + bad.stderr)
         self.assertIn("B - A -100.00 points", bad.stdout)
         self.assertIn(": beyond", bad.stdout)
