@@ -110,6 +110,19 @@ def answers(run_dir, lab):
             for q in r["questions"] if (r["id"], q["id"]) in lab}
 
 
+def early_stopping(run_dir):
+    """result.json's early_stopping, or the last evaluation's validation
+    loss as best_value when the run kept its last weights."""
+    with open(os.path.join(run_dir, "result.json")) as f:
+        res = json.load(f)
+    es = res.get("early_stopping")
+    if es and es.get("best_step") is not None:
+        return es
+    last = res["history"][-1]
+    return {"metric": "val_loss (last)", "best_value":
+            last["validation_loss"], "best_step": last["step"]}
+
+
 def scored(run_dir, pkg, precision, lab):
     """argmax answers of the run's weights on the split's records by
     `clef score`, kept in run_dir/scores.jsonl."""
@@ -243,6 +256,22 @@ def main(argv):
         print(f"{key.replace('_', ' ')}: B within {100 * min(g):.2f}-"
               f"{100 * max(g):.2f} % of A (largest |B - A| / A over the "
               "evaluations both made, per seed)")
+    # the early-stopping metric and where it was reached, paired
+    es = {v: [early_stopping(by[v][s][1]) for s in seeds] for v in values}
+    for key, unit in (("best_value", ""), ("best_step", " steps")):
+        d = [y[key] - x[key] for x, y in zip(es[A], es[B])]
+        st = stats(d)
+        summary["early_stopping_" + key] = {
+            "a": [x[key] for x in es[A]], "b": [y[key] for y in es[B]],
+            "difference": st}
+        mean = {v: sum(e[key] for e in es[v]) / len(seeds) for v in values}
+        line = (f"early stopping's {key.replace('_', ' ')} ({es[A][0]['metric']}"
+                f"): mean {A} {mean[A]:.4g}, {B} {mean[B]:.4g}{unit}; B - A "
+                f"{st['mean']:+.4g}")
+        if "ci95" in st:
+            line += (f" (95 % interval {st['ci95'][0]:+.4g} to "
+                     f"{st['ci95'][1]:+.4g})")
+        print(line)
     tmp = os.path.join(sweep_dir, "summary.json.tmp")
     with open(tmp, "w") as f:
         json.dump(summary, f, indent=1)
