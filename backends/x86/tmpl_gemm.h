@@ -399,12 +399,12 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
                            NULL, NULL);
 }
 
+// ---- pre-packed operands (kernels.h, clef_gemm_prepack) ----
 #include "backends/x86/tmpl_gemm_prepack.h"
 
+// ---- small shapes: no packing ----
 #include "backends/x86/tmpl_gemm_dot.h"
-
 #include "backends/x86/tmpl_gemm_rows.h"
-
 #include "backends/x86/tmpl_gemm_nt_t.h"
 
 // Small-shape rule, shared by the three layouts: the packed path pays off

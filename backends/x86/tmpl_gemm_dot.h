@@ -1,8 +1,6 @@
 // The small nt path as dot products (backends/x86/tmpl_gemm.h, which
 // includes this file; not a header of its own).
 
-// ---- small shapes: no packing ----
-
 // C (M,N) [+]= A (M,K) · B (N,K)ᵀ as dot products: tiles of R rows × NB
 // columns hold R·NB vector accumulators, so each group of NB rows of B is
 // read from memory once for every GEMM_DOT_R rows of A (the batch's few

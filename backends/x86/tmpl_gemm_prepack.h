@@ -2,7 +2,6 @@
 // in the packed path's own layout (backends/x86/tmpl_gemm.h, which includes
 // this file; not a header of its own).
 
-// ---- pre-packed operands (kernels.h, clef_gemm_prepack) ----
 // The whole op(A) (M, K) or op(B) (K, N) in the packed path's own layout:
 // KC block p0 at p0·Mp (A) or p0·Np (B), Mp / Np = M / N rounded up to MR /
 // NR; within a block, panel ip at ip·MR·kc (A) or jp·NR·kc (B), exactly
