@@ -137,16 +137,20 @@ def scored(run_dir, pkg, precision, lab):
 
 
 def stats(d):
-    """Mean, sd, standard error and 95 % interval (t) of the differences d."""
+    """Mean, sd, standard error and 95 % interval (t) of the differences d,
+    their median and how many are above and below zero."""
     n = len(d)
     mean = sum(d) / n
+    srt = sorted(d)
+    med = (srt[(n - 1) // 2] + srt[n // 2]) / 2
+    signs = {"above": sum(x > 0 for x in d), "below": sum(x < 0 for x in d)}
     if n < 2:
-        return {"n": n, "mean": mean}
+        return {"n": n, "mean": mean, "median": med, **signs}
     sd = (sum((x - mean) ** 2 for x in d) / (n - 1)) ** 0.5
     se = sd / n ** 0.5
     h = t975(n - 1) * se
     return {"n": n, "mean": mean, "sd": sd, "se": se,
-            "ci95": [mean - h, mean + h]}
+            "ci95": [mean - h, mean + h], "median": med, **signs}
 
 
 def verdict(st, bound):
@@ -246,6 +250,9 @@ def main(argv):
         fail |= v == "beyond"
         print(line + f"; |B - A| <= {a.bound:g}: {v}")
         print(f"  per seed: " + " ".join(f"{x:+.1f}" for x in d))
+        print(f"  median {st['median']:+.2f} points; B above A in "
+              f"{st['above']} seeds, below in {st['below']}, level in "
+              f"{len(d) - st['above'] - st['below']}")
         print(f"  same answers per seed: {min(same)}-{max(same)} of "
               f"{len(keys)} (mean {sum(same) / len(same):.1f})")
     gaps = {key: [band(history(by[A][s][1]), history(by[B][s][1]), key)[0]

@@ -36,6 +36,12 @@ class Statistics(unittest.TestCase):
         self.assertAlmostEqual(st["se"], 3 ** -0.5)
         self.assertAlmostEqual(st["ci95"][1] - 2.0, 4.303 * 3 ** -0.5)
 
+    def test_median_and_signs(self):
+        st = ps.stats([3.0, -1.0, 0.0, 2.0])
+        self.assertEqual(st["median"], 1.0)
+        self.assertEqual((st["above"], st["below"]), (2, 1))
+        self.assertEqual(ps.stats([-2.0, 5.0, -1.0])["median"], -1.0)
+
     def test_verdicts(self):
         v = lambda d: ps.verdict(ps.stats(d), 0.5)  # noqa: E731
         self.assertEqual(v([0.1, -0.1, 0.05, -0.05, 0.0]), "within")
