@@ -39,6 +39,8 @@ from precision_compare import argmax_answers, band, history
 from precision_rescore import accuracy, clef_score, labelled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+from clef_example import add_recipe_args, recipe_flags  # noqa: E402
 
 # Two-sided 97.5 % quantiles of Student's t for 1..30 degrees of freedom;
 # above 30 the normal 1.96 is within 4 % of it.
@@ -68,9 +70,7 @@ def sweep(a, pkg, sweep_dir, train_n, axis, values):
                    for v in values], f)
     os.replace(runs_file + ".tmp", runs_file)
     cmd = [clef_bin(), "sweep", "--package", pkg, "--sweep-dir", sweep_dir,
-           "--runs", runs_file, "--epochs", str(a.epochs),
-           "--batch", str(a.batch), "--lr", a.lr, "--eps", a.eps,
-           "--max-grad-norm", a.max_grad_norm, "--batching", "bucketed",
+           "--runs", runs_file, *recipe_flags(a),
            "--eval-every", str(max(1, train_n // a.batch)), "--quiet"]
     if a.parallel:
         cmd += ["--parallel", str(a.parallel)]
@@ -174,12 +174,7 @@ def main(argv):
     p.add_argument("--grid", default="precision=fp32,bf16")
     p.add_argument("--bound", type=float, default=0.5)
     p.add_argument("--split", default="test")
-    p.add_argument("--epochs", type=int, default=60)
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--lr", default="1e-3")
-    p.add_argument("--eps", default="1e-8")
-    p.add_argument("--max-grad-norm", default="1")
-    p.add_argument("--patience", type=int, default=10)
+    add_recipe_args(p)  # python/clef_example.py's recipe
     p.add_argument("--check", type=int, default=1,
                    help="seeds whose runs are scored again by clef score")
     p.add_argument("--no-run", action="store_true",

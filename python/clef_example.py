@@ -206,15 +206,9 @@ def tables(comp):
     return "\n".join(lines)
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(prog="clef_example.py")
-    p.add_argument("task", choices=("uci", "brown"))
-    p.add_argument("--out", required=True)
-    p.add_argument("--per-source", type=int, default=0,
-                   help="UCI: sentences per source (0: all)")
-    p.add_argument("--per-document", type=int, default=3,
-                   help="Brown: sentences per document")
-    p.add_argument("--seeds", default="1,2,3")
+def add_recipe_args(p):
+    """The joint head's training recipe: flags and defaults (shared with
+    bench/precision_seeds.py, which trains it again over many seeds)."""
     p.add_argument("--epochs", type=int, default=60)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--lr", default="1e-3")
@@ -224,6 +218,25 @@ def parse_args(argv):
                    help="early stopping after K evaluations without a better "
                    "validation loss; 0: no early stopping, the last "
                    "weights are kept")
+
+
+def recipe_flags(a):
+    """clef train's flags for the recipe's update settings."""
+    return ["--epochs", str(a.epochs), "--batch", str(a.batch), "--lr", a.lr,
+            "--eps", a.eps, "--max-grad-norm", a.max_grad_norm,
+            "--batching", "bucketed"]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="clef_example.py")
+    p.add_argument("task", choices=("uci", "brown"))
+    p.add_argument("--out", required=True)
+    p.add_argument("--per-source", type=int, default=0,
+                   help="UCI: sentences per source (0: all)")
+    p.add_argument("--per-document", type=int, default=3,
+                   help="Brown: sentences per document")
+    p.add_argument("--seeds", default="1,2,3")
+    add_recipe_args(p)
     p.add_argument("--backbone", default="use-lite")
     p.add_argument("--train-option-order", choices=("sorted", "shuffled"),
                    default="sorted",
@@ -309,10 +322,7 @@ def main(argv):
         rd = os.path.join(a.out, "run-seed%d" % seed)
         cmd = [clef_bin(), "train", "--package",
                os.path.join(pkg, "package.json"), "--run-dir", rd,
-               "--epochs", str(a.epochs), "--batch", str(a.batch),
-               "--lr", a.lr, "--eps", a.eps, "--max-grad-norm",
-               a.max_grad_norm, "--batching", "bucketed",
-               "--seed", str(seed), "--eval-every", str(per_train),
+               *recipe_flags(a), "--seed", str(seed), "--eval-every", str(per_train),
                "--precision", a.precision, "--quiet"]
         if a.patience > 0:
             cmd += ["--patience", str(a.patience)]
