@@ -3,6 +3,7 @@
 
     bench/precision_seeds.py DIR --seeds N [--seed S=1] [--parallel P]
         [--grid precision=fp32,bf16] [--bound POINTS=0.5] [--split test]
+        [--learned QUESTION=ACCURACY ...]
         [--epochs 60 --batch 8 --lr 1e-3 --eps 1e-8 --max-grad-norm 1
          --patience 10]
 
@@ -27,8 +28,16 @@ interval lies wholly outside +-bound (verdict "beyond": the data shows a
 difference larger than the bound), 0 otherwise; the verdict printed per
 question is "within" only when the interval lies inside +-bound, and
 "unresolved" when it straddles a limit (too few seeds for the bound).
+
+--learned Q=ACC (repeatable) asks when question Q was learned: per run, the
+first evaluation whose validation accuracy on Q reaches ACC (from the run's
+history; the test split is not read), paired between the runs of a seed,
+and how many runs exported weights from before that step (early stopping's
+best step earlier, or Q never reached ACC): with the seeds that did so in
+one precision only and a two-sided sign test over them.
 CLEF_BIN names the clef binary (default build/bin/clef).
 """
+import math
 import argparse
 import json
 import os
@@ -123,6 +132,74 @@ def early_stopping(run_dir):
             last["validation_loss"], "best_step": last["step"]}
 
 
+def learned_step(run_dir, q, level):
+    """The first evaluation step whose validation accuracy on question q
+    reaches level, None if none did."""
+    h = history(run_dir)
+    for step in sorted(h):
+        if h[step]["validation_accuracy_per_question"][q] >= level:
+            return step
+    return None
+
+
+def sign_test(k, n):
+    """Two-sided exact binomial p of k or fewer (or as many more) of n
+    discordant pairs going one way at even odds."""
+    if n == 0:
+        return 1.0
+    lo = min(k, n - k)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(lo + 1)) / 2 ** n)
+
+
+def learning(q, level, seeds, runs, es, values):
+    """When q reached level in each run, paired; runs that exported weights
+    from before it. runs: {value: {seed: run dir}}; es: {value: [early
+    stopping per seed]}."""
+    step = {v: [learned_step(runs[v][s], q, level) for s in seeds]
+            for v in values}
+    before = {v: [s for s, st, e in zip(seeds, step[v], es[v])
+                  if st is None or e["best_step"] < st] for v in values}
+    both = [(x, y) for x, y in zip(*(step[v] for v in values))
+            if x is not None and y is not None]
+    A, B = values
+    only = {A: sorted(set(before[A]) - set(before[B])),
+            B: sorted(set(before[B]) - set(before[A]))}
+    n = len(only[A]) + len(only[B])
+    return {"question": q, "level": level, "step": step,
+            "never": {v: sum(x is None for x in step[v]) for v in values},
+            "difference": stats([y - x for x, y in both]) if both else None,
+            "exported_before": before, "only": only,
+            "sign_test_p": sign_test(len(only[A]), n)}
+
+
+def st_mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def print_learning(L, A, B):
+    q, lv = L["question"], L["level"]
+    print(f"learning {q} (validation accuracy >= {lv:g}):")
+    st = L["difference"]
+    if st:
+        line = (f"  first reached at step {A} {st_mean(L['step'][A]):.0f}, "
+                f"{B} {st_mean(L['step'][B]):.0f} (means); paired over "
+                f"{st['n']} seeds B - A {st['mean']:+.0f} steps")
+        if "ci95" in st:
+            line += (f" (95 % interval {st['ci95'][0]:+.0f} to "
+                     f"{st['ci95'][1]:+.0f})")
+        print(line + f"; B later in {st['above']} seeds, earlier in "
+              f"{st['below']}")
+    print(f"  never reached: {A} {L['never'][A]}, {B} {L['never'][B]}")
+    fmt = lambda s: ", ".join(map(str, s)) or "none"  # noqa: E731
+    print(f"  weights exported before it: {A} {len(L['exported_before'][A])}"
+          f" (seeds {fmt(L['exported_before'][A])}), {B} "
+          f"{len(L['exported_before'][B])} (seeds "
+          f"{fmt(L['exported_before'][B])}); in one precision only: {A} "
+          f"{len(L['only'][A])}, {B} {len(L['only'][B])}, sign test p = "
+          f"{L['sign_test_p']:.3g}")
+
+
 def scored(run_dir, pkg, precision, lab):
     """argmax answers of the run's weights on the split's records by
     `clef score`, kept in run_dir/scores.jsonl."""
@@ -175,17 +252,34 @@ def main(argv):
     p.add_argument("--bound", type=float, default=0.5)
     p.add_argument("--split", default="test")
     add_recipe_args(p)  # python/clef_example.py's recipe
+    p.add_argument("--learned", action="append", default=[],
+                   metavar="QUESTION=ACCURACY",
+                   help="when the question's validation accuracy first "
+                   "reached ACCURACY, paired (repeatable)")
     p.add_argument("--check", type=int, default=1,
                    help="seeds whose runs are scored again by clef score")
     p.add_argument("--no-run", action="store_true",
                    help="only score and compare the runs finished so far")
     a = p.parse_args(argv[1:])
+    learned = []
+    for spec in a.learned:
+        q, _, lv = spec.partition("=")
+        try:
+            learned.append((q, float(lv)))
+        except ValueError:
+            raise SystemExit(f"--learned {spec}: QUESTION=ACCURACY, with "
+                             "ACCURACY a number")
     pkg = os.path.join(a.dir, "pkg", "package.json")
     man = json.load(open(pkg))
     train_n = sum(r["split"] == "train" for r in man["records"])
     lab = labelled(pkg, a.split)
     if not lab:
         raise SystemExit(f"{pkg}: no labelled records in split {a.split}")
+    qs = sorted({k[1] for k in lab})
+    for q, _ in learned:
+        if q not in qs:
+            raise SystemExit(f"--learned {q}: no such question (the "
+                             f"package has {', '.join(qs)})")
     sweep_dir = os.path.join(a.dir, "seeds")
     axis, _, values = a.grid.partition("=")
     values = values.split(",")
@@ -218,7 +312,6 @@ def main(argv):
           f"{min(a.check, len(seeds))} seeds checked against clef score)")
     summary = {"axis": axis, "a": A, "b": B, "seeds": seeds,
                "split": a.split, "bound": a.bound, "questions": {}}
-    qs = sorted({k[1] for k in lab})
     fail = 0
     for q in qs:
         keys = {k for k in lab if k[1] == q}
@@ -274,6 +367,12 @@ def main(argv):
             line += (f" (95 % interval {st['ci95'][0]:+.4g} to "
                      f"{st['ci95'][1]:+.4g})")
         print(line)
+    runs = {v: {s: by[v][s][1] for s in seeds} for v in values}
+    summary["learned"] = []
+    for q, lv in learned:
+        L = learning(q, lv, seeds, runs, es, values)
+        summary["learned"].append(L)
+        print_learning(L, A, B)
     tmp = os.path.join(sweep_dir, "summary.json.tmp")
     with open(tmp, "w") as f:
         json.dump(summary, f, indent=1)

@@ -51,6 +51,13 @@ class Statistics(unittest.TestCase):
         self.assertEqual(v([0.4, 0.7, 0.5]), "unresolved")
         self.assertEqual(v([0.0]), "unresolved")
 
+    def test_sign_test(self):
+        self.assertEqual(ps.sign_test(0, 0), 1.0)
+        self.assertAlmostEqual(ps.sign_test(2, 7), 2 * (1 + 7 + 21) / 128)
+        self.assertAlmostEqual(ps.sign_test(5, 7), 2 * (1 + 7 + 21) / 128)
+        self.assertAlmostEqual(ps.sign_test(0, 10), 2 / 1024)
+        self.assertEqual(ps.sign_test(3, 6), 1.0)
+
 
 def clef(*args):
     return subprocess.run([CLEF, *args], capture_output=True, text=True,
@@ -131,6 +138,34 @@ class PairedSweep(unittest.TestCase):
             self.run_dir(s, "fp32"), "weights.safetensors"), "rb").read())
             .hexdigest() for s in (1, 2)]
         self.assertNotEqual(ws[0], ws[1])
+
+    def test_learned_steps_from_the_histories(self):
+        r = self.seeds("--no-run", "--learned", "q0=0.4", "--learned",
+                       "q1=0", "--learned", "q1=1.01")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        got = {(L["question"], L["level"]): L for L in self.summary()["learned"]}
+        self.assertEqual(len(got), 3)
+        for prec in ("fp32", "bf16"):
+            want = []
+            for seed in range(1, SEEDS + 1):
+                res = json.load(open(os.path.join(self.run_dir(seed, prec),
+                                                  "result.json")))
+                hit = [h["step"] for h in res["history"]
+                       if h["validation_accuracy_per_question"]["q0"] >= 0.4]
+                want.append(min(hit) if hit else None)
+            self.assertEqual(got[("q0", 0.4)]["step"][prec], want)
+            # every run has it at step 0; none ever reaches 1.01
+            self.assertEqual(got[("q1", 0.0)]["step"][prec], [0] * SEEDS)
+            self.assertEqual(got[("q1", 0.0)]["exported_before"][prec], [])
+            self.assertEqual(got[("q1", 1.01)]["never"][prec], SEEDS)
+            self.assertEqual(got[("q1", 1.01)]["exported_before"][prec],
+                             list(range(1, SEEDS + 1)))
+        self.assertEqual(got[("q1", 1.01)]["sign_test_p"], 1.0)
+        self.assertIn("learning q1 (validation accuracy >= 1.01):\n"
+                      "  never reached: fp32 3, bf16 3\n", r.stdout)
+        bad = self.seeds("--no-run", "--learned", "q9=0.5")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--learned q9: no such question", bad.stderr)
 
     def test_rerun_resumes_and_beyond_fails(self):
         # on a copy: the other tests read the first sweep's files
