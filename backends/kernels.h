@@ -34,6 +34,18 @@
      float *C, int ldc, int accumulate)
 #define CLEF_ARGS_gemm (M, N, K, A, lda, B, ldb, C, ldc, accumulate)
 
+// The empty sum (K = 0) of a GEMM of either precision: C = 0, or C
+// unchanged when accumulating.
+static inline void clef_gemm_empty_sum(int M, int N, float *C, int ldc,
+                                       int accumulate)
+{
+    if (accumulate)
+        return;
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            C[(size_t)i * ldc + j] = 0.0f;
+}
+
 // The same products with bf16 operands (mixed precision, issue 20): A and B
 // are bf16 bit patterns (uint16_t: the top half of a float32), lda and ldb
 // in bf16 elements; C stays float32 (ldc in floats), products are summed in

@@ -106,6 +106,12 @@ static void small_remainders(const char *isa, layout lay)
         for (int N = 1; N <= 33; N++)
             for (int ki = 0; ki < 9; ki++)
                 CASE(M, N, ks[ki], (M + N + ki) & 1);
+    // the empty sum (K = 0): zeros, or C unchanged; small and threaded sizes
+    static const int mn0[] = {1, 7, 13, 33, 300};
+    for (int a = 0; a < 5; a++)
+        for (int b = 0; b < 5; b++)
+            for (int acc = 0; acc < 2; acc++)
+                CASE(mn0[a], mn0[b] * (b == 4 ? 7 : 1), 0, acc);
 }
 
 static void packed_remainders(const char *isa, layout lay)

@@ -79,7 +79,7 @@ static bool gemm_case(const char *be, clef_gemm_bf16_fn fn, layout l, int M,
     const int lda = acols + 3, ldb = bcols + 5, ldc = N + 2;
     const size_t na = (size_t)arows * lda, nb = (size_t)brows * ldb;
     const size_t nc = (size_t)M * ldc, mn = (size_t)M * N;
-    uint16_t *A = malloc(na * 2), *B = malloc(nb * 2);
+    uint16_t *A = malloc(na * 2 + 2), *B = malloc(nb * 2 + 2); // K = 0: none
     float *C = clef_test_falloc(nc), *Cr = clef_test_falloc(nc);
     double *bound = clef_test_dalloc(mn), *ref = clef_test_dalloc(mn);
     float *got = clef_test_falloc(mn);
@@ -146,6 +146,8 @@ static void remainders_of(const char *be, clef_gemm_bf16_fn fn, layout l)
         for (int b = 0; b < 11; b += step)
             for (int k = 0; k < 9; k++)
                 CASE(mn[a], mn[b], ks[k], (a + b + k) & 1);
+    CASE(13, 17, 0, 0); // the empty sum: zeros
+    CASE(13, 17, 0, 1); // C unchanged
 }
 
 static void large_of(const char *be, clef_gemm_bf16_fn fn, layout l)

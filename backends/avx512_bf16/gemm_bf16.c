@@ -158,11 +158,8 @@ static void gemm(int ta, int tb, int M, int N, int K, const uint16_t *A,
 {
     if (M <= 0 || N <= 0)
         return;
-    if (K <= 0) {
-        if (!accumulate)
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++)
-                    C[(size_t)i * ldc + j] = 0.0f;
+    if (K <= 0) { // the empty sum
+        clef_gemm_empty_sum(M, N, C, ldc, accumulate);
         return;
     }
     const int KPp = (K + 1) / 2,

@@ -185,10 +185,8 @@ static void gemm_driver(gemm_layout L, int M, int N, int K, const float *A,
 {
     if (M <= 0 || N <= 0)
         return;
-    if (K <= 0) { // empty sum: C = 0, or C unchanged
-        if (!accumulate)
-            for (int i = 0; i < M; i++)
-                memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+    if (K <= 0) { // the empty sum
+        clef_gemm_empty_sum(M, N, C, ldc, accumulate);
         return;
     }
     float Bp[GEMM_KC * GEMM_NC]; // (NC/NR panels of (kc, NR))

@@ -193,10 +193,8 @@ static void gemm_onednn(int kind, int M, int N, int K, const void *A, int lda,
 {
     if (M <= 0 || N <= 0)
         return;
-    if (K <= 0) { // empty sum: C = 0 or C unchanged
-        if (!accumulate)
-            for (int i = 0; i < M; i++)
-                memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+    if (K <= 0) { // the empty sum
+        clef_gemm_empty_sum(M, N, C, ldc, accumulate);
         return;
     }
     gemm_job j = {.kind = kind,

@@ -370,6 +370,10 @@ static void gemm_rows_small_nn(int M, int N, int K, const float *A, int lda,
                                const float *B, int ldb, float *C, int ldc,
                                int accum)
 {
+    if (K <= 0) { // the strips' K loop would leave C as it was
+        clef_gemm_empty_sum(M, N, C, ldc, accum);
+        return;
+    }
     const int nstrip = (N + 2 * VW - 1) / (2 * VW);
     if (nstrip == 1 && K <= gemm_nn_kb(M)) {
         // one strip, one K block (the tiny heads' dX = dY W): the strips
