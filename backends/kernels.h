@@ -63,7 +63,7 @@ static inline void clef_gemm_empty_sum(int M, int N, float *C, int ldc,
 // twice (docs/PERF-NOTES.md, "bf16 on Zen 5, second pass"). CPUs without
 // bf16 arithmetic run them on the fp32 kernels (backends/gemm_bf16_widen.h).
 #define CLEF_SIG_gemm_bf16                                                     \
-    (int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,      \
+    (int M, int N, int K, const uint16_t *A, int lda, const uint16_t *B,       \
      int ldb, float *C, int ldc, int accumulate)
 #define CLEF_ARGS_gemm_bf16 (M, N, K, A, lda, B, ldb, C, ldc, accumulate)
 // y (n) = bf16(x (n)): round to nearest, ties to even, on the bits

@@ -20,10 +20,15 @@ static inline int clef_par_team(void)
 #define CLEF_PAR_FOR(par, type, i, n, ...)                                     \
     do {                                                                       \
         if ((par) && clef_par_team()) {                                        \
-            _Pragma("omp parallel for schedule(static)")                       \
-            for (type i = 0; i < (n); i++) { __VA_ARGS__ }                     \
+            _Pragma("omp parallel for schedule(static)") for (type i = 0;      \
+                                                              i < (n); i++)    \
+            {                                                                  \
+                __VA_ARGS__                                                    \
+            }                                                                  \
         } else {                                                               \
-            for (type i = 0; i < (n); i++) { __VA_ARGS__ }                     \
+            for (type i = 0; i < (n); i++) {                                   \
+                __VA_ARGS__                                                    \
+            }                                                                  \
         }                                                                      \
     } while (0)
 

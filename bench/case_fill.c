@@ -34,4 +34,7 @@ void bench_softmax_ref(int n, const float *x, float *y)
         y[i] = (float)(exp((double)x[i] - mx) / s);
 }
 
-int bench_max_int(int a, int b) { return a > b ? a : b; }
+int bench_max_int(int a, int b)
+{
+    return a > b ? a : b;
+}

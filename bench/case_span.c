@@ -84,7 +84,7 @@ static void span_scatter_call(const clef_kernels *k, void *st)
     k->span_scatter(sp->nspan, sp->spans, sp->n, sp->dY, sp->dX);
 }
 
-const bench_case_def bench_case_span_mean = {
-    sizeof(bench_span), span_mean_setup, span_mean_call};
+const bench_case_def bench_case_span_mean = {sizeof(bench_span),
+                                             span_mean_setup, span_mean_call};
 const bench_case_def bench_case_span_scatter = {
     sizeof(bench_span), span_scatter_setup, span_scatter_call};

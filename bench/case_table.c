@@ -26,10 +26,9 @@ static _Thread_local double g_work;
 CLEF_OPS(WORK_KERNEL)
 #undef WORK_KERNEL
 
-static const clef_kernels g_work_table = {
-    .backend = "work",
+static const clef_kernels g_work_table = {.backend = "work",
 #define WORK_ENTRY(op, sig, unit, work) .op = work_##op,
-    CLEF_OPS(WORK_ENTRY)
+                                          CLEF_OPS(WORK_ENTRY)
 #undef WORK_ENTRY
 };
 

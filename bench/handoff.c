@@ -104,8 +104,8 @@ static passes pick_passes(void)
 // Thread 1's pass of op, timed, after the buffer was left in state `other`.
 // Runs on both threads of the enclosing 2-thread region; sink is the
 // calling thread's own (the sums only keep the reads alive).
-static double one_case(const passes *p, float *x, size_t n, int op,
-                       int other, int tid, volatile float *sink)
+static double one_case(const passes *p, float *x, size_t n, int op, int other,
+                       int tid, volatile float *sink)
 {
     double dt = 0.0;
 #pragma omp barrier
@@ -153,8 +153,8 @@ int clef_bench_handoff_run(size_t bytes, int rounds,
                 two = 1;
             for (int r = 0; r < rounds; r++)
                 for (int c = 0; c < NOPS * 2; c++) {
-                    const double dt = one_case(&p, x, n, c / 2, c % 2, tid,
-                                               &sink[tid][0]);
+                    const double dt =
+                        one_case(&p, x, n, c / 2, c % 2, tid, &sink[tid][0]);
                     if (tid == 1)
                         t[(size_t)c * rounds + r] = dt;
                 }
@@ -162,7 +162,8 @@ int clef_bench_handoff_run(size_t bytes, int rounds,
     }
     for (int c = 0; two && c < NOPS * 2; c++) {
         const double s = bench_median(t + (size_t)c * rounds, rounds);
-        rate[c / 2][c % 2] = s > 0 ? (double)(n * sizeof(float)) / s / 1e9 : NAN;
+        rate[c / 2][c % 2] =
+            s > 0 ? (double)(n * sizeof(float)) / s / 1e9 : NAN;
     }
 out:
     free(x);
@@ -190,7 +191,8 @@ double clef_bench_round_trip_ns(void)
                 t0 = omp_get_wtime();
             for (int i = 0; i < N; i++) {
                 const int want = 2 * i + t;
-                while (atomic_load_explicit(&flag, memory_order_acquire) != want)
+                while (atomic_load_explicit(&flag, memory_order_acquire) !=
+                       want)
                     ;
                 atomic_store_explicit(&flag, want + 1, memory_order_release);
             }
@@ -208,8 +210,10 @@ int clef_bench_wants_handoff(int argc, char **argv)
 
 static int bad(const char *flag, const char *v)
 {
-    fprintf(stderr, "clef-bench --handoff: %s: '%s' is not valid (see "
-                    "clef-bench --help)\n", flag, v ? v : "(missing)");
+    fprintf(stderr,
+            "clef-bench --handoff: %s: '%s' is not valid (see "
+            "clef-bench --help)\n",
+            flag, v ? v : "(missing)");
     return 2;
 }
 
@@ -244,14 +248,16 @@ int clef_bench_handoff_main(int argc, char **argv)
         double rate[NOPS][2];
         const size_t bytes = (size_t)(mbs[m] * 1048576.0) / 64 * 64;
         if (clef_bench_handoff_run(bytes, rounds, rate)) {
-            fprintf(stderr, "clef-bench --handoff: %g MiB: no two threads or "
-                            "no memory\n", mbs[m]);
+            fprintf(stderr,
+                    "clef-bench --handoff: %g MiB: no two threads or "
+                    "no memory\n",
+                    mbs[m]);
             return 1;
         }
         for (int op = 0; op < NOPS; op++)
             printf("handoff %-5s %6.2f MiB  own %7.1f GB/s  other %7.1f GB/s  "
-                   "(%d rounds)\n", op_name[op], mbs[m], rate[op][0],
-                   rate[op][1], rounds);
+                   "(%d rounds)\n",
+                   op_name[op], mbs[m], rate[op][0], rate[op][1], rounds);
     }
     printf("cross-core round trip %.0f ns\n", clef_bench_round_trip_ns());
     return 0;

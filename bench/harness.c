@@ -25,12 +25,13 @@ static const clef_bench_shape g_shapes[] = {
     {"mid", "mid", 256, 1024, 512, 8, 2048, 16, 64, 0},
     {"released", "released", 512, 5120, 1024, 16, 4096, 32, 128, 0},
     {"edge-1", "edge", 1, 1, 1, 1, 1, 1, 1, 1},
-    {"edge-7", "edge", 7, 9, 15, 3, 17, 2, 7, 1},       // 8±1, 16±1
-    {"edge-17", "edge", 17, 15, 9, 1, 7, 3, 9, 1},      // 16±1, 8±1, dh=9
-    {"edge-33", "edge", 33, 31, 63, 7, 65, 5, 17, 1},   // 32±1, 64±1, dh=9
-    {"edge-65", "edge", 65, 63, 33, 3, 31, 7, 31, 1},   // 64±1, 32±1, dh=11
+    {"edge-7", "edge", 7, 9, 15, 3, 17, 2, 7, 1},         // 8±1, 16±1
+    {"edge-17", "edge", 17, 15, 9, 1, 7, 3, 9, 1},        // 16±1, 8±1, dh=9
+    {"edge-33", "edge", 33, 31, 63, 7, 65, 5, 17, 1},     // 32±1, 64±1, dh=9
+    {"edge-65", "edge", 65, 63, 33, 3, 31, 7, 31, 1},     // 64±1, 32±1, dh=11
     {"edge-prime", "edge", 13, 37, 38, 2, 101, 3, 11, 1}, // primes, dh=19
-    {"edge-tile", "edge", 37, 129, 48, 3, 95, 5, 23, 1}, // 6k+1, 128+1, dh=16, 3·32−1
+    {"edge-tile", "edge", 37, 129, 48, 3, 95, 5, 23,
+     1}, // 6k+1, 128+1, dh=16, 3·32−1
 };
 
 int clef_bench_shape_count(void)
@@ -144,7 +145,8 @@ bench_buf *bench_buf_add(clef_bench_case *c, const char *name, bench_kind kind,
     b->run = alloc_floats(b->n);
     if (kind == BENCH_OUT || kind == BENCH_ACC)
         b->ref = alloc_floats(b->n);
-    if (!b->init || !b->run || ((kind == BENCH_OUT || kind == BENCH_ACC) && !b->ref)) {
+    if (!b->init || !b->run ||
+        ((kind == BENCH_OUT || kind == BENCH_ACC) && !b->ref)) {
         free(b->init);
         free(b->run);
         free(b->ref);
@@ -214,8 +216,8 @@ clef_bench_case *clef_bench_case_new(clef_op op, const clef_bench_shape *s,
     }
     // The fills depend on the seed, the op and the shape only, so
     // `--op X --shape Y --seed S` rebuilds exactly the same case.
-    uint64_t h = hash_str(hash_str(0xcbf29ce484222325ull ^ seed, clef_op_names[op]),
-                          s->name);
+    uint64_t h = hash_str(
+        hash_str(0xcbf29ce484222325ull ^ seed, clef_op_names[op]), s->name);
     bench_rng rng = {h};
     if (def->setup(c, c->st, &rng) != 0) {
         clef_bench_case_free(c);
@@ -241,7 +243,10 @@ void clef_bench_case_free(clef_bench_case *c)
     free(c);
 }
 
-const char *clef_bench_case_dims(const clef_bench_case *c) { return c->dims; }
+const char *clef_bench_case_dims(const clef_bench_case *c)
+{
+    return c->dims;
+}
 
 double clef_bench_case_work(const clef_bench_case *c)
 {
@@ -317,9 +322,9 @@ static double informative_fraction(const clef_bench_case *c)
             for (int k = 0; k < b->cols; k++) {
                 size_t j = (size_t)r * b->ld + k;
                 total++;
-                if (b->kind == BENCH_OUT ? b->ref[j] != 0.0f
-                                         : memcmp(b->ref + j, b->init + j,
-                                                  sizeof(float)) != 0)
+                if (b->kind == BENCH_OUT
+                        ? b->ref[j] != 0.0f
+                        : memcmp(b->ref + j, b->init + j, sizeof(float)) != 0)
                     info++;
             }
         }
@@ -430,14 +435,16 @@ static void time_kernel(clef_bench_case *c, const clef_kernels *k,
             if (inner == 1)
                 t[n++] = dt;
             else
-                start = clef_now_s(); // calibration of short kernels is not timed
+                start =
+                    clef_now_s(); // calibration of short kernels is not timed
             break;
         }
         inner *= 2;
     }
     while (n < cap) {
         double spent = clef_now_s() - start;
-        if (spent >= o->budget_s && (n >= 3 || (n >= 1 && t[0] > BENCH_SLOW_CALL_S)))
+        if (spent >= o->budget_s &&
+            (n >= 3 || (n >= 1 && t[0] > BENCH_SLOW_CALL_S)))
             break;
         double t0 = clef_now_s();
         for (long i = 0; i < inner; i++)
@@ -612,7 +619,8 @@ void clef_bench_run_one(const clef_backend *b, const clef_kernels *ref,
         clef_bench_case tmp = {.op = op, .shape = s};
         result_init(r, &tmp, b, o);
         r->verdict = CLEF_BENCH_FAIL;
-        snprintf(r->reason, sizeof r->reason, "out of memory building the case");
+        snprintf(r->reason, sizeof r->reason,
+                 "out of memory building the case");
         return;
     }
     clef_bench_case_reference(c, ref, o);

@@ -55,17 +55,17 @@ const char *clef_bench_verdict_name(clef_bench_verdict v);
 typedef struct clef_bench_result {
     clef_bench_verdict verdict;
     char backend[32], op[32], shape[32];
-    char kernel[96];      // kernel name from the table ("" when skipped)
-    char dims[128];       // the op's concrete sizes, "M=512 N=1024 K=5120"
-    char reason[400];     // why SKIP / FAIL / MISTRUSTED ("" on PASS)
-    char mismatches[1024];// first mismatches: buffer[index] expected got diff
-    char replay[256];     // command line that reruns exactly this case
-    uint64_t seed;        // the --seed the case was built from
-    long n_mismatch;      // elements out of tolerance
-    double max_abs;       // largest |got − expected|
-    double max_err_eps;   // largest |got − exp| / max(|exp|, 1), in FLT_EPSILON
-    double tol_eps;       // tolerance used, in FLT_EPSILON
-    double informative;   // fraction of output elements that carry information
+    char kernel[96];       // kernel name from the table ("" when skipped)
+    char dims[128];        // the op's concrete sizes, "M=512 N=1024 K=5120"
+    char reason[400];      // why SKIP / FAIL / MISTRUSTED ("" on PASS)
+    char mismatches[1024]; // first mismatches: buffer[index] expected got diff
+    char replay[256];      // command line that reruns exactly this case
+    uint64_t seed;         // the --seed the case was built from
+    long n_mismatch;       // elements out of tolerance
+    double max_abs;        // largest |got − expected|
+    double max_err_eps; // largest |got − exp| / max(|exp|, 1), in FLT_EPSILON
+    double tol_eps;     // tolerance used, in FLT_EPSILON
+    double informative; // fraction of output elements that carry information
     // timing (0 when not timed): seconds per call
     int reps;
     double t_median, t_min;
@@ -76,16 +76,16 @@ typedef struct clef_bench_result {
 } clef_bench_result;
 
 typedef struct clef_bench_opts {
-    uint64_t seed;        // --seed (case fills derive from it, op and shape)
-    int timing;           // 0: check only
-    double budget_s;      // time budget per timed row
-    int max_reps;         // cap on timed repetitions per row
-    int batch;            // --train: records per update (--batch, 1)
-    int questions;        // --train: questions per record (0: the shape's)
-    int options;          // --train: options per question (0: the shape's)
-    int scaling;          // --train --scaling N: 1 vs N threads (0: off)
-    int bf16;             // --train --precision bf16 (core/mm.h)
-    int compare;          // --train --precision fp32,bf16: side by side
+    uint64_t seed;   // --seed (case fills derive from it, op and shape)
+    int timing;      // 0: check only
+    double budget_s; // time budget per timed row
+    int max_reps;    // cap on timed repetitions per row
+    int batch;       // --train: records per update (--batch, 1)
+    int questions;   // --train: questions per record (0: the shape's)
+    int options;     // --train: options per question (0: the shape's)
+    int scaling;     // --train --scaling N: 1 vs N threads (0: off)
+    int bf16;        // --train --precision bf16 (core/mm.h)
+    int compare;     // --train --precision fp32,bf16: side by side
 } clef_bench_opts;
 void clef_bench_opts_default(clef_bench_opts *o); // seed 1, timed, 0.05 s, 1000
 

@@ -62,7 +62,8 @@ static void time_gemm(const clef_kernels *k, layout l, int M, int N, int K,
     float *B = aligned_alloc(64, nb * 4 * copies);
     float *C = aligned_alloc(64, (size_t)M * N * 4);
     if (!A || !B || !C) {
-        fprintf(stderr, "isa-bench: out of memory for %d copies of B\n", copies);
+        fprintf(stderr, "isa-bench: out of memory for %d copies of B\n",
+                copies);
         exit(1);
     }
     for (size_t i = 0; i < na; i++)
@@ -112,8 +113,10 @@ static int bench_gemm(void)
 {
     // the head's GEMMs (clef-bench shapes): the memory projection forward
     // (nt), its input gradient (nn) and its weight gradient (tn)
-    struct { const char *shape; int T, d, w; } s[] = {
-        {"mid", 256, 1024, 512}, {"released", 512, 5120, 1024}};
+    struct {
+        const char *shape;
+        int T, d, w;
+    } s[] = {{"mid", 256, 1024, 512}, {"released", 512, 5120, 1024}};
     const clef_kernels *tabs[] = {&clef_avx512_kernels, &clef_avx2_kernels};
     int isas[] = {CLEF_ISA_AVX512, CLEF_ISA_AVX2};
     printf("%-58s %-23s %s\n", "", "B hot (GFLOP/s)", "B cold (GFLOP/s)");
@@ -122,7 +125,8 @@ static int bench_gemm(void)
            "clef", "oneDNN", "ratio");
     for (int t = 0; t < 2; t++) {
         if (clef_cpu_get()->isa_native < isas[t]) {
-            printf("%-8s SKIP (cpu lacks %s)\n", clef_isa_name(isas[t]), clef_isa_name(isas[t]));
+            printf("%-8s SKIP (cpu lacks %s)\n", clef_isa_name(isas[t]),
+                   clef_isa_name(isas[t]));
             continue;
         }
         for (int si = 0; si < 2; si++)
@@ -136,7 +140,11 @@ static int bench_gemm(void)
         // Q = 32 questions, O = 128 options): a whole weight against the
         // records' g, the questions' qv or the options' rows, forward (nt,
         // W (N, K)) and their input gradients (nn, W (K, N))
-        static const struct { const char *shape; layout l; int M, N, K; } r[] = {
+        static const struct {
+            const char *shape;
+            layout l;
+            int M, N, K;
+        } r[] = {
             {"rows-nb", NT, 4, 1024, 5120},  {"rows-nb", NN, 4, 5120, 1024},
             {"rows-Q", NT, 32, 1024, 5120},  {"rows-Q", NN, 32, 5120, 1024},
             {"rows-Q", NT, 32, 4096, 1024},  {"rows-Q", NN, 32, 1024, 4096},
@@ -153,17 +161,18 @@ static int bench_gemm(void)
     do {                                                                       \
         out = 1e30;                                                            \
         for (int r_ = 0; r_ < REPS; r_++) {                                    \
-            double t_ = clef_cpu_time_s();                                             \
+            double t_ = clef_cpu_time_s();                                     \
             expr;                                                              \
-            t_ = clef_cpu_time_s() - t_;                                               \
+            t_ = clef_cpu_time_s() - t_;                                       \
             out = t_ < out ? t_ : out;                                         \
         }                                                                      \
     } while (0)
 
 // The plain copy kernel the bandwidth goals compare with: one load and one
 // store per float, no library tricks (non-temporal stores, rep movsb).
-__attribute__((noinline, optimize("no-tree-loop-distribute-patterns")))
-static void plain_copy(size_t n, const float *restrict x, float *restrict y)
+__attribute__((noinline,
+               optimize("no-tree-loop-distribute-patterns"))) static void
+plain_copy(size_t n, const float *restrict x, float *restrict y)
 {
     for (size_t i = 0; i < n; i++)
         y[i] = x[i];
@@ -192,10 +201,12 @@ static int bench_bw(void)
         gm[i] = 1.0f, bt[i] = 0.0f;
     double t, copy;
     BEST(memcpy(y, x, n * 4), t);
-    printf("%-36s %8.1f GB/s (read + write, 8 bytes per float)\n", "copy (memcpy)", 8.0 * n / t * 1e-9);
+    printf("%-36s %8.1f GB/s (read + write, 8 bytes per float)\n",
+           "copy (memcpy)", 8.0 * n / t * 1e-9);
     BEST(plain_copy(n, x, y), t);
     copy = 8.0 * n / t;
-    printf("%-36s %8.1f GB/s (the baseline below)\n", "copy (plain loop)", copy * 1e-9);
+    printf("%-36s %8.1f GB/s (the baseline below)\n", "copy (plain loop)",
+           copy * 1e-9);
     const clef_kernels *tabs[] = {&clef_avx512_kernels, &clef_avx2_kernels};
     int isas[] = {CLEF_ISA_AVX512, CLEF_ISA_AVX2};
     clef_adamw_args a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 1e-2f, 0.03f};
@@ -204,9 +215,11 @@ static int bench_bw(void)
         if (clef_cpu_get()->isa_native < isas[ti])
             continue;
         BEST(k->layernorm_fwd(rows, d, x, gm, bt, y, h, rs), t);
-        bw_row(k->names[CLEF_OP_layernorm_fwd], 12.0 * n, t, copy); // x; y, xhat
+        bw_row(k->names[CLEF_OP_layernorm_fwd], 12.0 * n, t,
+               copy); // x; y, xhat
         BEST(k->layernorm_bwd(rows, d, g, h, rs, gm, y, dg, db), t);
-        bw_row(k->names[CLEF_OP_layernorm_bwd], 16.0 * n, t, copy); // dy, xhat; dx rw
+        bw_row(k->names[CLEF_OP_layernorm_bwd], 16.0 * n, t,
+               copy); // dy, xhat; dx rw
         BEST(k->gelu_fwd(n, x, y), t);
         bw_row(k->names[CLEF_OP_gelu_fwd], 8.0 * n, t, copy);
         BEST(k->gelu_bwd(n, x, g, y), t);

@@ -17,7 +17,7 @@ typedef struct json_t json_t;
 #include "bench.h"
 #endif
 #include "bench_handoff.h" // --handoff
-#include "bench_tune.h" // --tune, libs line (issue 6)
+#include "bench_tune.h"    // --tune, libs line (issue 6)
 #include "harness.h"
 #include "cpu/cpu.h"
 #include "scheduler/threads.h"
@@ -39,37 +39,40 @@ typedef struct bench_args {
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: clef-bench [--backend NAME|all=all] [--op NAME|all=all]\n"
-            "                  [--shape NAME|all=all] [--threads N] [--seed S=1]\n"
-            "                  [--json FILE] [--train] [--list]\n"
-            "                  [--budget SECONDS=0.05] [--no-time] [--batch B=1]\n"
-            "                  [--questions Q] [--options N]  (--train geometry)\n"
-            "                  [--scaling N]  (--train: 1 vs N threads)\n"
-            "                  [--precision fp32|bf16|fp32,bf16]  (--train)\n"
-            "\n"
-            "Checks each backend's kernels against the scalar reference on the\n"
-            "head's shapes and the edge battery, then times them. --backend,\n"
-            "--op and --shape take one name, a comma-separated list or all;\n"
-            "--shape also takes a group (tiny, fixture, mid, released, edge).\n"
-            "--train times whole training updates per backend and shape;\n"
-            "with --scaling N it alternates updates on 1 and N threads, and\n"
-            "oneDNN sgemm calls on 1 and N threads as the machine's own\n"
-            "scaling in the same window, and reports both speedups;\n"
-            "with --precision fp32,bf16 it alternates fp32 and bf16 updates\n"
-            "of the same head and records and reports bf16's speedup.\n"
-            "--list prints the backends, ops and shapes. --budget is the time\n"
-            "spent timing each row; --no-time only checks.\n"
-            "Exit: 0 all passed or skipped, 1 a FAIL or MISTRUSTED, 2 bad usage.\n"
-            "\n"
-            "clef-bench --tune [--tune-out FILE] [--threads N] [--budget S] [--seed S]\n"
-            "measures every backend per op and shape class and writes the tuning\n"
-            "file --backend auto reads (default ~/.cache/clef/tune-<cpu>.json).\n"
-            "\n"
-            "clef-bench --handoff [--mb MB] [--rounds R=30]\n"
-            "times thread 1 reading, updating and overwriting a buffer (1 and 8 MiB)\n"
-            "that it or thread 0 left behind: what handing cache lines between\n"
-            "cores costs here (bench/handoff.c).\n");
+    fprintf(
+        f,
+        "usage: clef-bench [--backend NAME|all=all] [--op NAME|all=all]\n"
+        "                  [--shape NAME|all=all] [--threads N] [--seed S=1]\n"
+        "                  [--json FILE] [--train] [--list]\n"
+        "                  [--budget SECONDS=0.05] [--no-time] [--batch B=1]\n"
+        "                  [--questions Q] [--options N]  (--train geometry)\n"
+        "                  [--scaling N]  (--train: 1 vs N threads)\n"
+        "                  [--precision fp32|bf16|fp32,bf16]  (--train)\n"
+        "\n"
+        "Checks each backend's kernels against the scalar reference on the\n"
+        "head's shapes and the edge battery, then times them. --backend,\n"
+        "--op and --shape take one name, a comma-separated list or all;\n"
+        "--shape also takes a group (tiny, fixture, mid, released, edge).\n"
+        "--train times whole training updates per backend and shape;\n"
+        "with --scaling N it alternates updates on 1 and N threads, and\n"
+        "oneDNN sgemm calls on 1 and N threads as the machine's own\n"
+        "scaling in the same window, and reports both speedups;\n"
+        "with --precision fp32,bf16 it alternates fp32 and bf16 updates\n"
+        "of the same head and records and reports bf16's speedup.\n"
+        "--list prints the backends, ops and shapes. --budget is the time\n"
+        "spent timing each row; --no-time only checks.\n"
+        "Exit: 0 all passed or skipped, 1 a FAIL or MISTRUSTED, 2 bad usage.\n"
+        "\n"
+        "clef-bench --tune [--tune-out FILE] [--threads N] [--budget S] "
+        "[--seed S]\n"
+        "measures every backend per op and shape class and writes the tuning\n"
+        "file --backend auto reads (default ~/.cache/clef/tune-<cpu>.json).\n"
+        "\n"
+        "clef-bench --handoff [--mb MB] [--rounds R=30]\n"
+        "times thread 1 reading, updating and overwriting a buffer (1 and 8 "
+        "MiB)\n"
+        "that it or thread 0 left behind: what handing cache lines between\n"
+        "cores costs here (bench/handoff.c).\n");
 }
 
 static int bad_usage(const char *flag, const char *fmt, const char *what)
@@ -107,7 +110,7 @@ static int parse_list(const char *flag, const char *value, bench_args *a,
          tok = strtok_r(NULL, ",", &save)) {
         if (add(a, tok) != 0) {
             bad_usage(flag, "unknown name '%s'", tok);
-            list_known(stderr, flag[2] == 'b' ? "backends"
+            list_known(stderr, flag[2] == 'b'   ? "backends"
                                : flag[2] == 'o' ? "ops"
                                                 : "shapes");
             return 2;
@@ -212,21 +215,21 @@ static int parse_args(int argc, char **argv, bench_args *a)
         } else if (strcmp(f, "--no-time") == 0) {
             a->opts.timing = 0, takes = 0;
         } else if (!v) {
-            return bad_usage(f, "%s", strncmp(f, "--", 2) == 0 &&
-                                              (strcmp(f, "--backend") == 0 ||
-                                               strcmp(f, "--op") == 0 ||
-                                               strcmp(f, "--shape") == 0 ||
-                                               strcmp(f, "--threads") == 0 ||
-                                               strcmp(f, "--seed") == 0 ||
-                                               strcmp(f, "--json") == 0 ||
-                                               strcmp(f, "--budget") == 0 ||
-                                               strcmp(f, "--batch") == 0 ||
-                                               strcmp(f, "--scaling") == 0 ||
-                                               strcmp(f, "--precision") == 0 ||
-                                               strcmp(f, "--questions") == 0 ||
-                                               strcmp(f, "--options") == 0)
-                                          ? "needs a value"
-                                          : "unknown option");
+            return bad_usage(
+                f, "%s",
+                strncmp(f, "--", 2) == 0 &&
+                        (strcmp(f, "--backend") == 0 ||
+                         strcmp(f, "--op") == 0 || strcmp(f, "--shape") == 0 ||
+                         strcmp(f, "--threads") == 0 ||
+                         strcmp(f, "--seed") == 0 || strcmp(f, "--json") == 0 ||
+                         strcmp(f, "--budget") == 0 ||
+                         strcmp(f, "--batch") == 0 ||
+                         strcmp(f, "--scaling") == 0 ||
+                         strcmp(f, "--precision") == 0 ||
+                         strcmp(f, "--questions") == 0 ||
+                         strcmp(f, "--options") == 0)
+                    ? "needs a value"
+                    : "unknown option");
         } else if (strcmp(f, "--backend") == 0) {
             backend = v;
         } else if (strcmp(f, "--op") == 0) {
@@ -251,12 +254,14 @@ static int parse_args(int argc, char **argv, bench_args *a)
         } else if (strcmp(f, "--budget") == 0) {
             if (parse_number(f, v, 0, 3600, &a->opts.budget_s))
                 return 2;
-        } else if (strcmp(f, "--questions") == 0 || strcmp(f, "--options") == 0) {
+        } else if (strcmp(f, "--questions") == 0 ||
+                   strcmp(f, "--options") == 0) {
             if (parse_number(f, v, 1, 4096, &x))
                 return 2;
             if (x != (int)x)
                 return bad_usage(f, "'%s' must be a whole number", v);
-            *(strcmp(f, "--questions") == 0 ? &a->opts.questions : &a->opts.options) = (int)x;
+            *(strcmp(f, "--questions") == 0 ? &a->opts.questions
+                                            : &a->opts.options) = (int)x;
         } else if (strcmp(f, "--scaling") == 0) {
             if (parse_number(f, v, 2, 4096, &x))
                 return 2;
@@ -264,7 +269,8 @@ static int parse_args(int argc, char **argv, bench_args *a)
                 return bad_usage(f, "'%s' must be a whole number", v);
             a->opts.scaling = (int)x;
         } else if (strcmp(f, "--precision") == 0) {
-            if (strcmp(v, "fp32") && strcmp(v, "bf16") && strcmp(v, "fp32,bf16"))
+            if (strcmp(v, "fp32") && strcmp(v, "bf16") &&
+                strcmp(v, "fp32,bf16"))
                 return bad_usage(f, "'%s' is not fp32, bf16 or fp32,bf16", v);
             a->opts.bf16 = !strcmp(v, "bf16");
             a->opts.compare = !strcmp(v, "fp32,bf16");
@@ -289,11 +295,13 @@ static int parse_args(int argc, char **argv, bench_args *a)
     if ((a->opts.bf16 || a->opts.compare) && !a->train)
         return bad_usage("--precision", "%s", "needs --train");
     if (a->opts.compare && a->opts.scaling)
-        return bad_usage("--precision", "%s", "fp32,bf16 and --scaling: one comparison at a time");
+        return bad_usage("--precision", "%s",
+                         "fp32,bf16 and --scaling: one comparison at a time");
 #if CLEF_MINIMAL
     if (a->train || a->json) {
-        fprintf(stderr, "clef-bench: %s: not available in this build "
-                        "(CLEF_MINIMAL: no core/, no jansson)\n",
+        fprintf(stderr,
+                "clef-bench: %s: not available in this build "
+                "(CLEF_MINIMAL: no core/, no jansson)\n",
                 a->train ? "--train" : "--json");
         return 2;
     }
@@ -356,11 +364,12 @@ static void print_header(const bench_args *a)
     printf("cpu: %s | isa: %s (", cpu->model[0] ? cpu->model : "unknown",
            clef_isa_name(cpu->isa_native) ? clef_isa_name(cpu->isa_native)
                                           : "unknown");
-    const char *names[] = {"avx2", "fma", "f16c", "avx512f", "avx512bw",
-                           "avx512dq", "avx512vl", "avx512bf16", "avx512vnni"};
-    int flags[] = {cpu->avx2, cpu->fma, cpu->f16c, cpu->avx512f, cpu->avx512bw,
-                   cpu->avx512dq, cpu->avx512vl, cpu->avx512bf16,
-                   cpu->avx512vnni};
+    const char *names[] = {"avx2",     "fma",        "f16c",
+                           "avx512f",  "avx512bw",   "avx512dq",
+                           "avx512vl", "avx512bf16", "avx512vnni"};
+    int flags[] = {cpu->avx2,     cpu->fma,        cpu->f16c,
+                   cpu->avx512f,  cpu->avx512bw,   cpu->avx512dq,
+                   cpu->avx512vl, cpu->avx512bf16, cpu->avx512vnni};
     int any = 0;
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (flags[i])
@@ -370,7 +379,8 @@ static void print_header(const bench_args *a)
     clef_bench_print_libs(stdout);
     if (a->train)
         printf("%-7s %-16s %-10s %-36s %-10s %s\n", "backend", "op", "shape",
-               "driver", "verdict", "rate (mean over the timed updates, after one warm-up)");
+               "driver", "verdict",
+               "rate (mean over the timed updates, after one warm-up)");
     else
         printf("%-7s %-16s %-10s %-36s %-10s %17s %9s %9s %16s %8s  %s\n",
                "backend", "op", "shape", "kernel", "verdict", "err/tol (eps)",
@@ -496,7 +506,8 @@ static void run_kernels(const bench_args *a, json_t *rows, tally *t)
             if (runnable) {
                 c = clef_bench_case_new(op, a->shapes[si], a->opts.seed);
                 if (c)
-                    clef_bench_case_reference(c, &clef_scalar_kernels, &a->opts);
+                    clef_bench_case_reference(c, &clef_scalar_kernels,
+                                              &a->opts);
             }
             for (int bi = 0; bi < a->nbackends; bi++) {
                 clef_bench_result r;
@@ -543,8 +554,8 @@ int main(int argc, char **argv)
     json_t *doc = a.json ? json_object() : NULL;
     json_t *rows = a.json ? json_array() : NULL;
     if (a.train)
-        clef_bench_train(a.backends, a.nbackends, a.shapes, a.nshapes,
-                         &a.opts, rows, &t.passed, &t.failed, &t.skipped);
+        clef_bench_train(a.backends, a.nbackends, a.shapes, a.nshapes, &a.opts,
+                         rows, &t.passed, &t.failed, &t.skipped);
     else
         run_kernels(&a, rows, &t);
 

@@ -79,9 +79,11 @@ static int parse(int argc, char **argv, tune_args *a)
         if (strcmp(f, "--tune") == 0)
             continue;
         if (!v) {
-            fprintf(stderr, "clef-bench --tune: %s: unknown option or missing "
-                            "value (with --tune: --tune-out FILE, --threads N, "
-                            "--budget S, --seed S)\n", f);
+            fprintf(stderr,
+                    "clef-bench --tune: %s: unknown option or missing "
+                    "value (with --tune: --tune-out FILE, --threads N, "
+                    "--budget S, --seed S)\n",
+                    f);
             return 2;
         }
         char *end;
@@ -90,31 +92,39 @@ static int parse(int argc, char **argv, tune_args *a)
         } else if (strcmp(f, "--threads") == 0) {
             long t = strtol(v, &end, 10);
             if (*end || t < 1 || t > 4096) {
-                fprintf(stderr, "clef-bench --tune: --threads: '%s' must be a "
-                                "whole number in [1, 4096]\n", v);
+                fprintf(stderr,
+                        "clef-bench --tune: --threads: '%s' must be a "
+                        "whole number in [1, 4096]\n",
+                        v);
                 return 2;
             }
             a->threads = (int)t;
         } else if (strcmp(f, "--budget") == 0) {
             double b = strtod(v, &end);
             if (*end || !(b > 0.0 && b <= 60.0)) {
-                fprintf(stderr, "clef-bench --tune: --budget: '%s' must be "
-                                "seconds in (0, 60]\n", v);
+                fprintf(stderr,
+                        "clef-bench --tune: --budget: '%s' must be "
+                        "seconds in (0, 60]\n",
+                        v);
                 return 2;
             }
             a->opts.budget_s = b;
         } else if (strcmp(f, "--seed") == 0) {
             unsigned long long s = strtoull(v, &end, 10);
             if (*end || v[0] == '-') {
-                fprintf(stderr, "clef-bench --tune: --seed: '%s' must be a "
-                                "whole number >= 0\n", v);
+                fprintf(stderr,
+                        "clef-bench --tune: --seed: '%s' must be a "
+                        "whole number >= 0\n",
+                        v);
                 return 2;
             }
             a->opts.seed = s;
         } else {
-            fprintf(stderr, "clef-bench --tune: %s: unknown option (with "
-                            "--tune: --tune-out FILE, --threads N, --budget S, "
-                            "--seed S)\n", f);
+            fprintf(stderr,
+                    "clef-bench --tune: %s: unknown option (with "
+                    "--tune: --tune-out FILE, --threads N, --budget S, "
+                    "--seed S)\n",
+                    f);
             return 2;
         }
         i++;
@@ -139,9 +149,9 @@ static int candidates(clef_op op, const clef_backend **out)
 }
 
 typedef struct op_tally {
-    int failed[MAX_CAND];                // parity failed at some shape
+    int failed[MAX_CAND];                 // parity failed at some shape
     double t[MAX_CAND][CLEF_CLASS_COUNT]; // summed best times
-    int shapes[CLEF_CLASS_COUNT];        // timed shapes per class
+    int shapes[CLEF_CLASS_COUNT];         // timed shapes per class
 } op_tally;
 
 // Runs every candidate on op at shape s; timed shapes add to the tally.
@@ -167,8 +177,7 @@ static int run_shape(clef_op op, const clef_bench_shape *s,
         if (r.verdict != CLEF_BENCH_PASS) {
             t->failed[i] = 1;
             printf("  %-16s %-10s %-8s %s: %s\n", clef_op_names[op], s->name,
-                   cand[i]->name, clef_bench_verdict_name(r.verdict),
-                   r.reason);
+                   cand[i]->name, clef_bench_verdict_name(r.verdict), r.reason);
             clef_bench_print_failure(stdout, &r);
             continue;
         }
@@ -189,7 +198,8 @@ static void print_header(const tune_args *a, const char *path)
     clef_bench_print_libs(stdout);
     printf("tuning file: %s\n", path);
     printf("%-16s %-6s %6s  %s\n", "op", "class", "shapes",
-           "best time per call per backend (s, summed over the class's shapes) -> choice");
+           "best time per call per backend (s, summed over the class's shapes) "
+           "-> choice");
 }
 
 static void choose_class(clef_op op, int cls, const clef_backend *const *cand,
@@ -199,9 +209,9 @@ static void choose_class(clef_op op, int cls, const clef_backend *const *cand,
         return;
     int best = -1;
     char line[512];
-    int used = snprintf(line, sizeof line, "%-16s %-6s %6d ", clef_op_names[op],
-                        clef_shape_class_name((clef_shape_class)cls),
-                        t->shapes[cls]);
+    int used =
+        snprintf(line, sizeof line, "%-16s %-6s %6d ", clef_op_names[op],
+                 clef_shape_class_name((clef_shape_class)cls), t->shapes[cls]);
     for (int i = 0; i < nc; i++) {
         if (t->failed[i]) {
             used += snprintf(line + used, sizeof line - (size_t)used,

@@ -32,15 +32,15 @@ int cli_flag(int argc, char **argv, int *i, const char *name, int has_value,
     return 0;
 }
 
-int cli_parse_long(const char *flag, const char *s, long lo, long hi,
-                   long *out, clef_err *err)
+int cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out,
+                   clef_err *err)
 {
     char *end = NULL;
     errno = 0;
     long v = strtol(s, &end, 10);
     if (!s[0] || *end || errno)
-        return clef_err_input(err, NULL, NULL, flag,
-                              "\"%s\" is not an integer", s);
+        return clef_err_input(err, NULL, NULL, flag, "\"%s\" is not an integer",
+                              s);
     if (v < lo || v > hi)
         return clef_err_input(err, NULL, NULL, flag,
                               "%ld is out of range [%ld, %ld]", v, lo, hi);
@@ -58,8 +58,8 @@ int cli_parse_int(const char *flag, const char *s, long lo, long hi, int *out,
     return rc;
 }
 
-int cli_parse_u64(const char *flag, const char *s, uint64_t max,
-                  uint64_t *out, clef_err *err)
+int cli_parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out,
+                  clef_err *err)
 {
     // digits only: strtoull itself would skip blanks and negate "-1"
     int digits = s[0] != '\0';
@@ -68,7 +68,8 @@ int cli_parse_u64(const char *flag, const char *s, uint64_t max,
     if (!digits)
         return clef_err_input(err, NULL, NULL, flag,
                               "\"%s\" is not a non-negative decimal "
-                              "integer", s);
+                              "integer",
+                              s);
     errno = 0;
     unsigned long long v = strtoull(s, NULL, 10);
     if (errno || v > max)

@@ -32,10 +32,10 @@ int cli_kernels(const char *name, clef_kernels *out, clef_err *err)
         return clef_err_input(err, NULL, NULL, "--backend",
                               "backend \"%s\" cannot run here: %s", name, why);
     if (clef_kernels_first_missing(b->table) != CLEF_OP_COUNT)
-        return clef_err_input(err, NULL, NULL, "--backend",
-                              "backend \"%s\" lacks op %s in this build", name,
-                              clef_op_names[clef_kernels_first_missing(
-                                  b->table)]);
+        return clef_err_input(
+            err, NULL, NULL, "--backend",
+            "backend \"%s\" lacks op %s in this build", name,
+            clef_op_names[clef_kernels_first_missing(b->table)]);
     *out = *b->table;
     return 0;
 }
@@ -44,7 +44,10 @@ int cli_kernels(const char *name, clef_kernels *out, clef_err *err)
 // the first core its team binds to (a sweep's workers each have their own).
 static _Thread_local int threads_in_use, first_core;
 
-void cli_set_first_core(int core) { first_core = core; }
+void cli_set_first_core(int core)
+{
+    first_core = core;
+}
 
 void cli_set_threads(int n)
 {

@@ -30,11 +30,11 @@ int cli_flag(int argc, char **argv, int *i, const char *name, int has_value,
              const char **val, clef_err *err);
 int cli_parse_int(const char *flag, const char *s, long lo, long hi, int *out,
                   clef_err *err);
-int cli_parse_long(const char *flag, const char *s, long lo, long hi,
-                   long *out, clef_err *err);
+int cli_parse_long(const char *flag, const char *s, long lo, long hi, long *out,
+                   clef_err *err);
 // Decimal digits only, at most max.
-int cli_parse_u64(const char *flag, const char *s, uint64_t max,
-                  uint64_t *out, clef_err *err);
+int cli_parse_u64(const char *flag, const char *s, uint64_t max, uint64_t *out,
+                  clef_err *err);
 // Seeds are stored as JSON integers (signed 64-bit): [0, 2^63 - 1].
 #define CLI_SEED_MAX ((uint64_t)INT64_MAX)
 int cli_parse_double(const char *flag, const char *s, double lo, double hi,
@@ -69,17 +69,17 @@ int cli_memory_attention(clef_ws *ws, clef_err *err);
 
 // ---- evaluation (cli/eval.c) ----
 typedef struct cli_eval {
-    double loss[3];   // mean loss over the split's questions with a target
-    int nq[3];        // questions with a target per split
-    int correct[3];   // correct predictions (questions with >= 2 options)
-    int nacc[3];      // questions counted for accuracy
-    size_t *zoff;     // (nrecords + 1) offsets into z and p
-    float *z, *p;     // (total options) logits and probabilities
+    double loss[3]; // mean loss over the split's questions with a target
+    int nq[3];      // questions with a target per split
+    int correct[3]; // correct predictions (questions with >= 2 options)
+    int nacc[3];    // questions counted for accuracy
+    size_t *zoff;   // (nrecords + 1) offsets into z and p
+    float *z, *p;   // (total options) logits and probabilities
 } cli_eval;
 // Forward of every record of pkg with head hd; losses use o (ε, β, λ).
 int cli_evaluate(const clef_kernels *k, const clef_head *hd,
-                 const clef_package *pkg, clef_ws *ws,
-                 const clef_train_opts *o, cli_eval *ev, clef_err *err);
+                 const clef_package *pkg, clef_ws *ws, const clef_train_opts *o,
+                 cli_eval *ev, clef_err *err);
 void cli_eval_free(cli_eval *ev);
 // Index of the largest entry (first on ties).
 int cli_argmax(const float *x, int n);

@@ -38,8 +38,8 @@ void cli_eval_free(cli_eval *ev)
 }
 
 int cli_evaluate(const clef_kernels *k, const clef_head *hd,
-                 const clef_package *pkg, clef_ws *ws,
-                 const clef_train_opts *o, cli_eval *ev, clef_err *err)
+                 const clef_package *pkg, clef_ws *ws, const clef_train_opts *o,
+                 cli_eval *ev, clef_err *err)
 {
     return cli_evaluate_splits(k, hd, pkg, ws, o, 7u, ev, err);
 }
@@ -84,8 +84,8 @@ static void split_counts(const clef_package *pkg, unsigned mask, int nq[3],
 static void eval_records(const clef_kernels *k, const clef_head *hd,
                          const clef_package *pkg, clef_ws *ws,
                          const clef_train_opts *o, unsigned mask, int lo,
-                         int hi, const int nq[3], const int ns[3],
-                         cli_eval *ev, double *rl, float *dz)
+                         int hi, const int nq[3], const int ns[3], cli_eval *ev,
+                         double *rl, float *dz)
 {
     for (int i = lo; i < hi; i++) {
         const clef_record *r = &pkg->records[i];
@@ -100,8 +100,8 @@ static void eval_records(const clef_kernels *k, const clef_head *hd,
 }
 
 // The splits' sums over every record, in record order.
-static void eval_sums(const clef_package *pkg, unsigned mask,
-                      const double *rl, cli_eval *ev)
+static void eval_sums(const clef_package *pkg, unsigned mask, const double *rl,
+                      cli_eval *ev)
 {
     for (int i = 0; i < pkg->nrecords; i++) {
         const clef_record *r = &pkg->records[i];
@@ -121,7 +121,10 @@ static void eval_sums(const clef_package *pkg, unsigned mask,
 }
 
 // Record slice of rank r of N: [n·r/N, n·(r+1)/N).
-static int slice_lo(int n, int r, int N) { return (int)((long)n * r / N); }
+static int slice_lo(int n, int r, int N)
+{
+    return (int)((long)n * r / N);
+}
 
 // Every rank's slice of z, p (floats, as bytes) and rl to every rank.
 static int eval_gather(const clef_package *pkg, cli_eval *ev, double *rl)
@@ -183,16 +186,16 @@ cleanup:
 
 int cli_evaluate_splits(const clef_kernels *k, const clef_head *hd,
                         const clef_package *pkg, clef_ws *ws,
-                        const clef_train_opts *o, unsigned mask,
-                        cli_eval *ev, clef_err *err)
+                        const clef_train_opts *o, unsigned mask, cli_eval *ev,
+                        clef_err *err)
 {
     return evaluate(k, hd, pkg, ws, o, mask, 0, ev, err);
 }
 
 int cli_evaluate_ranks(const clef_kernels *k, const clef_head *hd,
                        const clef_package *pkg, clef_ws *ws,
-                       const clef_train_opts *o, unsigned mask,
-                       cli_eval *ev, clef_err *err)
+                       const clef_train_opts *o, unsigned mask, cli_eval *ev,
+                       clef_err *err)
 {
     return evaluate(k, hd, pkg, ws, o, mask, 1, ev, err);
 }

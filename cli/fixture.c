@@ -49,7 +49,11 @@ typedef struct fx_opts {
 
 static int parse(int argc, char **argv, fx_opts *o, clef_err *err)
 {
-    *o = (fx_opts){.records = 2, .validation = 1, .T = 6, .Q = 2, .N = 2,
+    *o = (fx_opts){.records = 2,
+                   .validation = 1,
+                   .T = 6,
+                   .Q = 2,
+                   .N = 2,
                    .cfg = {.d = 8, .w = 8, .h = 2, .f = 16, .R = 2, .L = 4}};
     const long big = 1 << 20;
     for (int i = 0; i < argc; i++) {
@@ -88,7 +92,8 @@ static int parse(int argc, char **argv, fx_opts *o, clef_err *err)
             continue;
         }
         if ((r = cli_flag(argc, argv, &i, "--seed", 1, &v, err))) {
-            if (r < 0 || cli_parse_u64("--seed", v, CLI_SEED_MAX, &o->seed, err))
+            if (r < 0 ||
+                cli_parse_u64("--seed", v, CLI_SEED_MAX, &o->seed, err))
                 return CLEF_ERR_INPUT;
             continue;
         }
@@ -111,8 +116,7 @@ static int parse(int argc, char **argv, fx_opts *o, clef_err *err)
 }
 
 // One question of the fixture: id, options.
-static void question_of(const fx_opts *o, int q, char *id, size_t n,
-                        int *nopt)
+static void question_of(const fx_opts *o, int q, char *id, size_t n, int *nopt)
 {
     if (!o->custom) {
         snprintf(id, n, "%s", q == 0 ? "action" : "mode");
@@ -194,13 +198,16 @@ static int write_package(const fx_opts *o, clef_err *err)
         goto done;
     }
     snprintf(path, sizeof(path), "%s/lexical.safetensors", o->out);
-    clef_st_entry lex = {.name = "lexical", .dtype = CLEF_DT_F32, .ndim = 2,
-                         .shape = {FIXTURE_V, d}, .data = E};
+    clef_st_entry lex = {.name = "lexical",
+                         .dtype = CLEF_DT_F32,
+                         .ndim = 2,
+                         .shape = {FIXTURE_V, d},
+                         .data = E};
     if ((rc = clef_st_write(path, &lex, 1, NULL, 0, err)))
         goto done;
     for (int r = 0; r < nrec; r++) {
-        static const char *suffix[4] = {"hidden", "input_ids",
-                                        "question_spans", "option_spans"};
+        static const char *suffix[4] = {"hidden", "input_ids", "question_spans",
+                                        "option_spans"};
         for (int t = 0; t < 4; t++) {
             clef_st_entry *e = &ent[4 * r + t];
             snprintf(names[4 * r + t], sizeof(names[0]), "record-%d/%s", r,
@@ -250,8 +257,9 @@ static int write_package(const fx_opts *o, clef_err *err)
         json_decref(lexe);
         json_decref(inite);
         json_decref(shard);
-        rc = err->code ? err->code : clef_err_set(err, CLEF_ERR_RUN,
-                                                  "cannot build the manifest");
+        rc = err->code
+                 ? err->code
+                 : clef_err_set(err, CLEF_ERR_RUN, "cannot build the manifest");
         goto done;
     }
     json_t *records = json_array();
@@ -266,25 +274,23 @@ static int write_package(const fx_opts *o, clef_err *err)
                 option_of(o, q, i, oid, sizeof(oid));
                 json_array_append_new(opts, json_string(oid));
             }
-            json_array_append_new(
-                qarr, json_pack("{s:s, s:s, s:o, s:i}", "id", qid, "type",
-                                "choice", "options", opts, "label",
-                                (r + 1 + q) % n));
+            json_array_append_new(qarr,
+                                  json_pack("{s:s, s:s, s:o, s:i}", "id", qid,
+                                            "type", "choice", "options", opts,
+                                            "label", (r + 1 + q) % n));
         }
         char rid[32];
         snprintf(rid, sizeof(rid), "record-%d", r);
         json_array_append_new(
-            records,
-            json_pack("{s:s, s:s, s:i, s:o}", "id", rid, "split",
-                      r < o->records ? "train" : "validation", "shard", 0,
-                      "questions", qarr));
+            records, json_pack("{s:s, s:s, s:i, s:o}", "id", rid, "split",
+                               r < o->records ? "train" : "validation", "shard",
+                               0, "questions", qarr));
     }
     root = json_pack("{s:s, s:o, s:{s:s, s:s, s:s}, s:o, s:o, s:[o], s:o}",
-                     "format", CLEF_PACKAGE_FORMAT, "head", head,
-                     "provenance", "backbone", "synthetic", "tokenizer",
-                     "synthetic", "notes", notes, "lexical", lexe,
-                     "initial_weights", inite, "shards", shard, "records",
-                     records);
+                     "format", CLEF_PACKAGE_FORMAT, "head", head, "provenance",
+                     "backbone", "synthetic", "tokenizer", "synthetic", "notes",
+                     notes, "lexical", lexe, "initial_weights", inite, "shards",
+                     shard, "records", records);
     snprintf(path, sizeof(path), "%s/package.json", o->out);
     rc = cli_write_json(path, root, JSON_INDENT(1) | JSON_REAL_PRECISION(17),
                         err);

@@ -55,8 +55,8 @@ static int run_command(int argc, char **argv)
         printf("clef %s\n", CLEF_VERSION);
         cli_print_backends();
         printf("mpi: %s\n", cli_mpi_built() ? "yes (train and sweep under "
-                                                "mpirun or srun)"
-                                              : "no (built without MPI)");
+                                              "mpirun or srun)"
+                                            : "no (built without MPI)");
         return 0;
     }
     if (!strcmp(cmd, "train"))

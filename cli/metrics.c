@@ -215,8 +215,8 @@ static int compute_set(const clef_package *pkg, const cli_eval *ev, int split,
                 p[(size_t)e * s->k + u] = rp[o0 + j];
                 y[(size_t)e * s->k + u] = r->target[o0 + j];
             }
-            label[e] = find_str(s->opts, s->k,
-                                r->oid[o0 + cli_true_option(r, q)]);
+            label[e] =
+                find_str(s->opts, s->k, r->oid[o0 + cli_true_option(r, q)]);
             e++;
         }
     }
@@ -235,13 +235,14 @@ static json_t *question_json(const qset *s, const cli_qmetrics *m)
         json_array_append_new(opts, json_string(s->opts[j]));
         json_t *row = json_array();
         for (int c = 0; c < s->k; c++)
-            json_array_append_new(row, json_integer(m->confusion[j * s->k + c]));
+            json_array_append_new(row,
+                                  json_integer(m->confusion[j * s->k + c]));
         json_array_append_new(cm, row);
     }
     return json_pack("{s:i, s:o, s:b, s:f, s:f, s:f, s:f, s:o}", "n", m->n,
-                     "options", opts, "options_differ", s->differ,
-                     "accuracy", m->accuracy, "macro_f1", m->macro_f1, "nll",
-                     m->nll, "ece", m->ece, "confusion", cm);
+                     "options", opts, "options_differ", s->differ, "accuracy",
+                     m->accuracy, "macro_f1", m->macro_f1, "nll", m->nll, "ece",
+                     m->ece, "confusion", cm);
 }
 
 // {"<qid>": metrics} (full 1, else {"<qid>": accuracy}); NULL when the

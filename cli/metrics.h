@@ -11,12 +11,12 @@
 #define CLI_ECE_BINS 15
 
 typedef struct cli_qmetrics {
-    int n, k;         // examples, classes
-    double accuracy;  // share of argmax(p) == label
-    double macro_f1;  // mean F1 over classes seen as label or prediction
-    double nll;       // mean −Σ y log p (−log p[label] for a one-hot y)
-    double ece;       // Σ_b |acc_b − conf_b| · n_b / n, 15 equal-width bins
-    int *confusion;   // (k, k) caller's buffer: [label][predicted] counts
+    int n, k;        // examples, classes
+    double accuracy; // share of argmax(p) == label
+    double macro_f1; // mean F1 over classes seen as label or prediction
+    double nll;      // mean −Σ y log p (−log p[label] for a one-hot y)
+    double ece;      // Σ_b |acc_b − conf_b| · n_b / n, 15 equal-width bins
+    int *confusion;  // (k, k) caller's buffer: [label][predicted] counts
 } cli_qmetrics;
 
 // p (n, k) probabilities row by row; label (n) in [0, k); target (n, k) the

@@ -103,11 +103,13 @@ static int creatable(const char *path, clef_err *err)
             if (!S_ISDIR(st.st_mode))
                 return clef_err_input(err, path, NULL, "--run-dir",
                                       "cannot be created: %s is not a "
-                                      "directory", up);
+                                      "directory",
+                                      up);
             if (access(up, W_OK | X_OK) != 0)
                 return clef_err_input(err, path, NULL, "--run-dir",
                                       "cannot be created: %s is not "
-                                      "writable (%s)", up, strerror(errno));
+                                      "writable (%s)",
+                                      up, strerror(errno));
             return 0;
         }
         if (errno != ENOENT || !strcmp(up, p))

@@ -60,8 +60,8 @@ static int parse(int argc, char **argv, score_opts *o, clef_err *err)
             continue;
         }
         if ((r = cli_flag(argc, argv, &i, "--threads", 1, &v, err))) {
-            if (r < 0 || cli_parse_int("--threads", v, 1, 4096, &o->threads,
-                                       err))
+            if (r < 0 ||
+                cli_parse_int("--threads", v, 1, 4096, &o->threads, err))
                 return CLEF_ERR_INPUT;
             continue;
         }
@@ -85,9 +85,9 @@ static json_t *reply(const clef_record *r, int q, const float *z,
     json_t *scores = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(
-            scores, json_pack("{s:s, s:f, s:f}", "candidate_id",
-                              r->oid[o0 + i], "logit", (double)z[o0 + i],
-                              "probability", (double)p[o0 + i]));
+            scores, json_pack("{s:s, s:f, s:f}", "candidate_id", r->oid[o0 + i],
+                              "logit", (double)z[o0 + i], "probability",
+                              (double)p[o0 + i]));
     int best = cli_argmax(p + o0, n);
     json_t *decision;
     if ((double)p[o0 + best] < min_conf) {
@@ -95,16 +95,15 @@ static json_t *reply(const clef_record *r, int q, const float *z,
         snprintf(why, sizeof(why),
                  "top probability %.4f (%s) is below --min-confidence %g",
                  (double)p[o0 + best], r->oid[o0 + best], min_conf);
-        decision = json_pack("{s:s, s:s, s:n}", "status", "abstained",
-                             "reason", why, "candidate_id");
+        decision = json_pack("{s:s, s:s, s:n}", "status", "abstained", "reason",
+                             why, "candidate_id");
     } else {
         decision = json_pack("{s:s, s:n, s:s}", "status", "ranked", "reason",
                              "candidate_id", r->oid[o0 + best]);
     }
     return json_pack("{s:s, s:s, s:o, s:s, s:o, s:b}", "record", r->id,
-                     "question", r->qid[q], "scores", scores,
-                     "score_semantics", "raw_logits", "decision", decision,
-                     "executed", 0);
+                     "question", r->qid[q], "scores", scores, "score_semantics",
+                     "raw_logits", "decision", decision, "executed", 0);
 }
 
 int cli_score(int argc, char **argv)
@@ -160,13 +159,14 @@ int cli_score(int argc, char **argv)
                             hd.cfg.d, pkg.cfg.d, hd.cfg.w, pkg.cfg.w);
         goto done;
     }
-    if ((rc = (o.bf16 ? clef_package_prepare_bf16 : clef_package_prepare)(
-             &pkg, k, &err)))
+    if ((rc = (o.bf16 ? clef_package_prepare_bf16
+                      : clef_package_prepare)(&pkg, k, &err)))
         goto done;
     if (o.bf16 && (clef_mm_init(&mm, &hd) || clef_mm_table(&ktab, &mm, &k16))) {
         rc = clef_err_input(&err, NULL, NULL, "--precision",
                             "backend %s has no bf16 matrix product (or out "
-                            "of memory)", ktab.backend);
+                            "of memory)",
+                            ktab.backend);
         goto done;
     }
     if (o.bf16)
@@ -189,8 +189,8 @@ int cli_score(int argc, char **argv)
         for (int q = 0; q < r->Q; q++) {
             if (o.question && strcmp(r->qid[q], o.question))
                 continue;
-            json_t *j = reply(r, q, ev.z + ev.zoff[i], ev.p + ev.zoff[i],
-                              o.min_conf);
+            json_t *j =
+                reply(r, q, ev.z + ev.zoff[i], ev.p + ev.zoff[i], o.min_conf);
             char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(9));
             json_decref(j);
             if (!s) {

@@ -302,8 +302,7 @@ static int runs_file_load(const char *path, sweep_run **out, int *nout,
         }
         const char *k;
         json_t *v;
-        json_object_foreach(o, k, v)
-        {
+        json_object_foreach (o, k, v) {
             char *key = setting_key(k), text[512];
             char field[600];
             snprintf(field, sizeof(field), "[%d].%s", i, k);

@@ -33,7 +33,10 @@ int train_dp_shard(const train_cfg *c)
 }
 
 // Rank 0 (or the one process) writes every file; the other ranks none.
-static int is_root(const train_run *t) { return !t->dp || cli_mpi_rank() == 0; }
+static int is_root(const train_run *t)
+{
+    return !t->dp || cli_mpi_rank() == 0;
+}
 
 // Every rank's rc agreed on (the first failing rank's message), so that no
 // rank enters a collective the others have left.
@@ -44,8 +47,7 @@ static int agree(const train_run *t, int rc, clef_err *err)
 
 // The evaluation of the mask's splits: the records split across the ranks
 // when data-parallel (the same bits as one process).
-static int eval_splits(train_run *t, unsigned mask, cli_eval *ev,
-                       clef_err *err)
+static int eval_splits(train_run *t, unsigned mask, cli_eval *ev, clef_err *err)
 {
     return (t->dp ? cli_evaluate_ranks : cli_evaluate_splits)(
         t->k, &t->hd, t->pkg, t->ws, &t->o, mask, ev, err);
@@ -97,8 +99,8 @@ static int load_head(train_run *t, clef_err *err)
             rc = clef_err_input(err, c->resume, NULL,
                                 "__metadata__.package_sha256",
                                 "the checkpoint belongs to package %s, not "
-                                "to this one (%s)", sha ? sha : "(none)",
-                                t->pkg->sha256);
+                                "to this one (%s)",
+                                sha ? sha : "(none)", t->pkg->sha256);
         if (!rc)
             rc = cli_train_check_resume(c, c->resume,
                                         clef_st_meta_get(&f, "train"), err);
@@ -173,8 +175,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
         // bf16: half-precision hidden states stay half, x̂ is kept in bf16
         if ((rc = (c->bf16 ? clef_package_read_half : clef_package_read)(
                  c->manifest, c->pin, &t->own_pkg, err)) ||
-            (rc = (c->bf16 ? clef_package_prepare_bf16 : clef_package_prepare)(
-                 &t->own_pkg, t->k, err)))
+            (rc = (c->bf16 ? clef_package_prepare_bf16
+                           : clef_package_prepare)(&t->own_pkg, t->k, err)))
             return rc;
         t->pkg = &t->own_pkg;
     }
@@ -194,8 +196,8 @@ static int prepare(train_run *t, int argc, char **argv, clef_err *err)
     if (t->start_step > t->total_steps)
         return clef_err_input(err, c->resume, NULL, "--epochs",
                               "the checkpoint is at step %ld, past the %ld "
-                              "steps of %d epochs", t->start_step,
-                              t->total_steps, c->epochs);
+                              "steps of %d epochs",
+                              t->start_step, t->total_steps, c->epochs);
     if ((rc = train_es_setup(t, err)))
         return rc;
     // the run dir: absent or empty, or the folder of --resume; writable
@@ -249,8 +251,8 @@ static int check_finite_state(const train_run *t, clef_err *err)
         if (ti >= 0)
             return clef_err_set(err, CLEF_ERR_RUN,
                                 "non-finite %s %s[%zu] = %g after step %ld: "
-                                "nothing written", what[i],
-                                t->hd.tensors[ti].name, at,
+                                "nothing written",
+                                what[i], t->hd.tensors[ti].name, at,
                                 (double)sets[i][t->hd.tensors[ti].offset + at],
                                 t->hd.step);
     }
@@ -344,9 +346,8 @@ static int history_init(train_run *t)
     for (int i = 0; i < n; i++)
         if (t->c.resume && steps[i] <= t->start_step) {
             // only the resumed checkpoint's best is known
-            t->hbest[k] = steps[i] == t->start_step && t->es.on
-                              ? t->es.best_step
-                              : -2;
+            t->hbest[k] =
+                steps[i] == t->start_step && t->es.on ? t->es.best_step : -2;
             t->hist[k++] = steps[i];
         }
     t->nhist = k;
@@ -462,17 +463,16 @@ static void progress_show(progress *pb, const train_run *t, long step,
     long done = step - t->start_step, left = t->total_steps - step;
     double el = now - pb->t0, ups = el > 0 ? done / el : 0;
     long nb = t->plan.nbatches ? t->plan.nbatches : 1;
-    int width = 24, fill = t->total_steps
-                               ? (int)(width * step / t->total_steps)
-                               : width;
+    int width = 24,
+        fill = t->total_steps ? (int)(width * step / t->total_steps) : width;
     char bar[32];
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
     fprintf(stderr,
             "\r[%s] step %ld/%ld epoch %ld/%d loss %.4f %.1f upd/s left %.1fs ",
-            bar, step, t->total_steps, (step + nb - 1) / nb, t->c.epochs,
-            loss, ups, ups > 0 ? left / ups : 0.0);
+            bar, step, t->total_steps, (step + nb - 1) / nb, t->c.epochs, loss,
+            ups, ups > 0 ? left / ups : 0.0);
     if (final)
         fputc('\n', stderr);
 }
@@ -511,8 +511,7 @@ static double one_update(train_run *t, const clef_record **recs, int n)
 
 static int train_loop(train_run *t, clef_err *err)
 {
-    const clef_record **recs =
-        malloc(((size_t)t->c.batch + 1) * sizeof(*recs));
+    const clef_record **recs = malloc(((size_t)t->c.batch + 1) * sizeof(*recs));
     if (!recs)
         return clef_err_set(err, CLEF_ERR_RUN, "out of memory");
     progress pb = {.on = isatty(2) && !t->c.quiet && is_root(t),
@@ -578,19 +577,17 @@ static int train_loop(train_run *t, clef_err *err)
 }
 
 // The history's last point is the end of training.
-static int final_history_point(train_run *t, const cli_eval *ev,
-                               clef_err *err)
+static int final_history_point(train_run *t, const cli_eval *ev, clef_err *err)
 {
     json_t *last = json_array_get(t->history, json_array_size(t->history) - 1);
-    if (last &&
-        json_integer_value(json_object_get(last, "step")) == t->hd.step)
+    if (last && json_integer_value(json_object_get(last, "step")) == t->hd.step)
         return 0;
     cli_eval own;
     int rc = 0;
     if (!ev && (rc = eval_splits(t, MASK_TRAIN_VALIDATION, &own, err)))
         return rc;
-    json_array_append_new(t->history,
-                          train_history_point(t->pkg, t->hd.step, ev ? ev : &own));
+    json_array_append_new(
+        t->history, train_history_point(t->pkg, t->hd.step, ev ? ev : &own));
     if (!ev)
         cli_eval_free(&own);
     return 0;
@@ -628,8 +625,8 @@ static int link_as(const train_run *t, const char *path, const char *name,
     char dst[PATH_MAX + 32];
     snprintf(dst, sizeof(dst), "%s/%s", t->c.run_dir, name);
     if ((unlink(dst) != 0 && errno != ENOENT) || link(path, dst) != 0)
-        return clef_err_set(err, CLEF_ERR_RUN, "%s: cannot link to %s: %s",
-                            dst, path, strerror(errno));
+        return clef_err_set(err, CLEF_ERR_RUN, "%s: cannot link to %s: %s", dst,
+                            path, strerror(errno));
     return 0;
 }
 
@@ -659,10 +656,11 @@ static int run(train_run *t, clef_err *err)
     clef_st_meta meta[2] = {{"package_sha256", t->pkg->sha256},
                             {"provenance", t->pkg->provenance}};
     const int nmeta = t->pkg->provenance ? 2 : 1;
-    if (es && (rc = agree(t, is_root(t) ? save_as(t, "last.safetensors",
-                                                   meta, nmeta, err)
-                                        : 0,
-                          err)))
+    if (es &&
+        (rc = agree(
+             t,
+             is_root(t) ? save_as(t, "last.safetensors", meta, nmeta, err) : 0,
+             err)))
         goto out;
     if (es && t->es.best_step >= 0) {
         memcpy(t->hd.params, t->es.best, t->hd.nparams * sizeof(float));
@@ -691,8 +689,8 @@ out:;
         train_rss_gather(t);
     if (!is_root(t))
         return agree(t, rc, err);
-    json_t *res = train_result_json(t, rc ? err : NULL, weights ? checks : NULL,
-                              weights);
+    json_t *res =
+        train_result_json(t, rc ? err : NULL, weights ? checks : NULL, weights);
     clef_err werr = {0};
     int wrc = train_write_results(t, res, &werr);
     json_decref(res);
@@ -708,16 +706,18 @@ static void print_summary(const train_run *t)
 {
     const cli_eval *b = &t->before, *a = &t->after;
     printf("clef train: %ld steps (to step %ld) in %.3f s, train loss %.6g -> "
-           "%.6g", t->hd.step - t->start_step, t->hd.step, t->train_s,
+           "%.6g",
+           t->hd.step - t->start_step, t->hd.step, t->train_s,
            b->loss[CLEF_SPLIT_TRAIN], a->loss[CLEF_SPLIT_TRAIN]);
     if (a->nq[CLEF_SPLIT_VALIDATION])
-        printf(", validation loss %.6g -> %.6g",
-               b->loss[CLEF_SPLIT_VALIDATION], a->loss[CLEF_SPLIT_VALIDATION]);
+        printf(", validation loss %.6g -> %.6g", b->loss[CLEF_SPLIT_VALIDATION],
+               a->loss[CLEF_SPLIT_VALIDATION]);
     if (t->es.on && t->es.best_step >= 0)
         printf(", early stopping: best step %ld (validation loss %.6g)%s",
                t->es.best_step, t->es.best_value,
-               train_es_stopped(t) && t->hd.step < t->total_steps ? ", stopped early"
-                                                            : "");
+               train_es_stopped(t) && t->hd.step < t->total_steps
+                   ? ", stopped early"
+                   : "");
     printf("\nweights: %s/weights.safetensors\nresult: %s/result.json\n",
            t->run_abs, t->run_abs);
 }

@@ -12,17 +12,17 @@ typedef struct train_cfg {
     int epochs, batch, keep, threads, quiet, bucketed, decay_all;
     long checkpoint_every, eval_every;
     double checkpoint_seconds; // --checkpoint-seconds S (0: none)
-    int patience;     // --patience K (0: no early stopping)
-    int metric_acc;   // --metric val_accuracy (else val_loss)
-    double min_delta; // --min-delta X
+    int patience;              // --patience K (0: no early stopping)
+    int metric_acc;            // --metric val_accuracy (else val_loss)
+    double min_delta;          // --min-delta X
     int has_min_delta;
     long fault_step; // CLEF_FAULT_NAN_STEP: a NaN parameter after this update
-    long kill_step;  // CLEF_FAULT_KILL_STEP: SIGKILL once this checkpoint is out
+    long kill_step; // CLEF_FAULT_KILL_STEP: SIGKILL once this checkpoint is out
     double lr, b1, b2, eps, wd, max_grad_norm, smoothing, brier, ordinal;
-    double dropout;  // --dropout P, else the package's head.dropout
-    int has_dropout; // --dropout was given
-    int bf16;        // --precision bf16 (else fp32)
-    int export_bf16; // --export-dtype bf16 (else f32)
+    double dropout;    // --dropout P, else the package's head.dropout
+    int has_dropout;   // --dropout was given
+    int bf16;          // --precision bf16 (else fp32)
+    int export_bf16;   // --export-dtype bf16 (else f32)
     int shard_records; // --shard-records S: data-parallel shards (0: none)
     uint64_t seed;
 } train_cfg;
@@ -61,16 +61,16 @@ int cli_frozen_same(const struct clef_package *p, char **ref, int n);
 // the others are not run (their z and p are 0, their split's nq 0).
 int cli_evaluate_splits(const clef_kernels *k, const clef_head *hd,
                         const clef_package *pkg, clef_ws *ws,
-                        const clef_train_opts *o, unsigned mask,
-                        cli_eval *ev, clef_err *err);
+                        const clef_train_opts *o, unsigned mask, cli_eval *ev,
+                        clef_err *err);
 // The same under MPI (cli/cli_mpi.h), a collective: rank r evaluates
 // records [n·r/N, n·(r+1)/N), every rank gets every record's z and p, and the
 // sums run over the records in order, so the results are bitwise those of
 // one process. Outside MPI: cli_evaluate_splits.
 int cli_evaluate_ranks(const clef_kernels *k, const clef_head *hd,
                        const clef_package *pkg, clef_ws *ws,
-                       const clef_train_opts *o, unsigned mask,
-                       cli_eval *ev, clef_err *err);
+                       const clef_train_opts *o, unsigned mask, cli_eval *ev,
+                       clef_err *err);
 
 // ---- data-parallel updates (cli/dp.c) ----
 // One update of a batch over the MPI ranks, the same bits for any number of

@@ -148,20 +148,19 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
         NUM("--epochs", cli_parse_int("--epochs", v, 0, big, &c->epochs, err))
         NUM("--batch", cli_parse_int("--batch", v, 1, big, &c->batch, err))
         NUM("--lr", cli_parse_double("--lr", v, 0, 1e6, &c->lr, err))
-        NUM("--betas", cli_parse_pair("--betas", v, 0, 0.999999999, &c->b1,
-                                      &c->b2, err))
+        NUM("--betas",
+            cli_parse_pair("--betas", v, 0, 0.999999999, &c->b1, &c->b2, err))
         NUM("--eps", cli_parse_double("--eps", v, 0, 1e6, &c->eps, err))
-        NUM("--weight-decay", cli_parse_double("--weight-decay", v, 0, 1e6,
-                                               &c->wd, err))
+        NUM("--weight-decay",
+            cli_parse_double("--weight-decay", v, 0, 1e6, &c->wd, err))
         NUM("--max-grad-norm", cli_parse_double("--max-grad-norm", v, 0, 1e30,
                                                 &c->max_grad_norm, err))
-        NUM("--label-smoothing", cli_parse_double("--label-smoothing", v, 0, 1,
-                                                  &c->smoothing, err))
+        NUM("--label-smoothing",
+            cli_parse_double("--label-smoothing", v, 0, 1, &c->smoothing, err))
         NUM("--brier", cli_parse_double("--brier", v, 0, 1e6, &c->brier, err))
         NUM("--ordinal",
             cli_parse_double("--ordinal", v, 0, 1e6, &c->ordinal, err))
-        NUM("--seed", cli_parse_u64("--seed", v, CLI_SEED_MAX, &c->seed,
-                                      err))
+        NUM("--seed", cli_parse_u64("--seed", v, CLI_SEED_MAX, &c->seed, err))
         if ((r = cli_flag(argc, argv, &i, "--dropout", 1, &v, err))) {
             if (r < 0 ||
                 cli_parse_double("--dropout", v, 0, 1, &c->dropout, err))
@@ -172,9 +171,9 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
             c->has_dropout = 1;
             continue;
         }
-        NUM("--checkpoint-every", cli_parse_long("--checkpoint-every", v, 0,
-                                                 big, &c->checkpoint_every,
-                                                 err))
+        NUM("--checkpoint-every",
+            cli_parse_long("--checkpoint-every", v, 0, big,
+                           &c->checkpoint_every, err))
         NUM("--checkpoint-seconds",
             cli_parse_double("--checkpoint-seconds", v, 0, 1e9,
                              &c->checkpoint_seconds, err))
@@ -185,24 +184,24 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
         NUM("--patience",
             cli_parse_int("--patience", v, 1, big, &c->patience, err))
         if ((r = cli_flag(argc, argv, &i, "--min-delta", 1, &v, err))) {
-            if (r < 0 || cli_parse_double("--min-delta", v, 0, 1e30,
-                                          &c->min_delta, err))
+            if (r < 0 ||
+                cli_parse_double("--min-delta", v, 0, 1e30, &c->min_delta, err))
                 return CLEF_ERR_INPUT;
             c->has_min_delta = 1;
             continue;
         }
         NUM("--threads",
             cli_parse_int("--threads", v, 1, 4096, &c->threads, err))
-        NUM("--shard-records", cli_parse_int("--shard-records", v, 1, big,
-                                             &c->shard_records, err))
+        NUM("--shard-records",
+            cli_parse_int("--shard-records", v, 1, big, &c->shard_records, err))
         NUM("--decay-scope", cli_parse_choice("--decay-scope", v, "weights",
                                               "all", &c->decay_all, err))
         NUM("--metric", cli_parse_choice("--metric", v, "val_loss",
                                          "val_accuracy", &c->metric_acc, err))
         NUM("--batching", cli_parse_choice("--batching", v, "sequential",
                                            "bucketed", &c->bucketed, err))
-        NUM("--precision", cli_parse_choice("--precision", v, "fp32", "bf16",
-                                            &c->bf16, err))
+        NUM("--precision",
+            cli_parse_choice("--precision", v, "fp32", "bf16", &c->bf16, err))
         NUM("--export-dtype", cli_parse_choice("--export-dtype", v, "f32",
                                                "bf16", &c->export_bf16, err))
 #undef NUM
@@ -222,8 +221,8 @@ int cli_train_parse(int argc, char **argv, train_cfg *c, clef_err *err)
     if (!((float)c->eps >= FLT_MIN))
         return clef_err_input(err, NULL, NULL, "--eps",
                               "%g must be positive and at least %g (the "
-                              "smallest normal float)", c->eps,
-                              (double)FLT_MIN);
+                              "smallest normal float)",
+                              c->eps, (double)FLT_MIN);
     if (!((float)c->b1 < 1.0f) || !((float)c->b2 < 1.0f))
         return clef_err_input(err, NULL, NULL, "--betas",
                               "%.9g,%.9g: each must round to a float below 1",
@@ -273,8 +272,7 @@ void cli_train_opts(const train_cfg *c, clef_train_opts *o)
     o->dropout_seed = c->seed;
 }
 
-json_t *cli_train_settings(const train_cfg *c, const char *backend,
-                           int threads)
+json_t *cli_train_settings(const train_cfg *c, const char *backend, int threads)
 {
     json_t *j = json_pack(
         "{s:i, s:i, s:f, s:[f, f], s:f, s:f, s:s, s:f, s:f, s:f, s:f, s:I, "
@@ -301,10 +299,20 @@ json_t *cli_train_settings(const train_cfg *c, const char *backend,
 
 // The settings that decide the bits of every update: a resumed run must use
 // the checkpoint's (epochs, backend, threads and bookkeeping may change).
-static const char *const resume_keys[] = {
-    "batch", "lr", "betas", "eps", "weight_decay", "decay_scope",
-    "label_smoothing", "brier", "ordinal", "max_grad_norm", "seed",
-    "batching", "dropout", "precision"};
+static const char *const resume_keys[] = {"batch",
+                                          "lr",
+                                          "betas",
+                                          "eps",
+                                          "weight_decay",
+                                          "decay_scope",
+                                          "label_smoothing",
+                                          "brier",
+                                          "ordinal",
+                                          "max_grad_norm",
+                                          "seed",
+                                          "batching",
+                                          "dropout",
+                                          "precision"};
 
 int cli_train_check_resume(const train_cfg *c, const char *ckpt,
                            const char *train_json, clef_err *err)
@@ -333,8 +341,8 @@ int cli_train_check_resume(const train_cfg *c, const char *ckpt,
             rc = clef_err_input(err, ckpt, NULL, resume_keys[i],
                                 "the checkpoint was trained with %s, this "
                                 "run asks for %s (a resumed run keeps the "
-                                "checkpoint's settings)", sa ? sa : "nothing",
-                                sb ? sb : "?");
+                                "checkpoint's settings)",
+                                sa ? sa : "nothing", sb ? sb : "?");
             free(sa);
             free(sb);
         }

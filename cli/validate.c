@@ -119,7 +119,8 @@ int cli_validate(int argc, char **argv)
                 return cli_fail("validate", &err);
             continue;
         }
-        clef_err_input(&err, NULL, NULL, argv[i], "unknown flag (see clef "
+        clef_err_input(&err, NULL, NULL, argv[i],
+                       "unknown flag (see clef "
                        "validate --help)");
         return cli_fail("validate", &err);
     }
@@ -140,8 +141,8 @@ int cli_validate(int argc, char **argv)
     printf("package: %s\n", pkg.manifest);
     printf("sha256: %s\n", pkg.sha256);
     printf("head: hidden_size %d, width %d, heads %d, feedforward %d, "
-           "routing_layers %d, layers %d (%zu parameters)\n", c->d, c->w,
-           c->h, c->f, c->R, c->L, clef_param_count(c));
+           "routing_layers %d, layers %d (%zu parameters)\n",
+           c->d, c->w, c->h, c->f, c->R, c->L, clef_param_count(c));
     printf("lexical: %d rows × %d\n", pkg.V, c->d);
     printf("initial weights: %s\n", pkg.init_path ? pkg.init_path : "(none)");
     printf("shards: %d\n", pkg.nshards);
@@ -166,8 +167,8 @@ int cli_validate(int argc, char **argv)
         }
     }
     printf("questions: %d (noul %d, choice %d, score %d; label %d, target %d, "
-           "none %d)\n", nquestions, types[0], types[1], types[2], nlabel,
-           ntarget, nnone);
+           "none %d)\n",
+           nquestions, types[0], types[1], types[2], nlabel, ntarget, nnone);
     hist_print("T (positions) histogram, value×records", &hT);
     hist_print("Q (questions) histogram, value×records", &hQ);
     hist_print("options per question histogram, value×questions", &hN);

@@ -18,38 +18,38 @@ typedef struct ln_acts {
 } ln_acts;
 
 typedef struct route_acts {
-    ln_acts mn;  // memory_norm(M)        (T, w)
-    float *kv;   // K | V of memory       (T, 2w)
-    ln_acts qn;  // query_norm(R)         (O, w)
-    float *q;    // queries               (O, w)
-    float *att;  // probabilities         (h, O, T)
-    float *qt, *mt; // absorbed form (core/memattn.h)   (h·O, w) each
+    ln_acts mn;       // memory_norm(M)        (T, w)
+    float *kv;        // K | V of memory       (T, 2w)
+    ln_acts qn;       // query_norm(R)         (O, w)
+    float *q;         // queries               (O, w)
+    float *att;       // probabilities         (h, O, T)
+    float *qt, *mt;   // absorbed form (core/memattn.h)   (h·O, w) each
     clef_mempack mpk; // mn.y pre-packed (nt, nn: clef_mempack_bound each)
                       // or transposed (t: T·w when too narrow to pack)
-    float *o;    // attention output      (O, w)
-    float *r1;   // R' = R + MHA          (O, w)
-    ln_acts fn;  // feedforward_norm(R')  (O, w)
-    float *h1;   // pre-GELU              (O, f)
-    float *u;    // GELU(h1)              (O, f)
-    float *out;  // R' + FFN              (O, w)
+    float *o;         // attention output      (O, w)
+    float *r1;        // R' = R + MHA          (O, w)
+    ln_acts fn;       // feedforward_norm(R')  (O, w)
+    float *h1;        // pre-GELU              (O, f)
+    float *u;         // GELU(h1)              (O, f)
+    float *out;       // R' + FFN              (O, w)
 } route_acts;
 
 typedef struct field_acts {
-    ln_acts n1;   // norm1(x0)            (Q, w)
-    float *qkv;   // self-attn Q | K | V  (Q, 3w)
-    float *sa;    // probabilities        (h, Q, Q)
-    float *sa_o;  // self-attn output     (Q, w)
-    float *xa;    // x0 + SA              (Q, w)
-    ln_acts n2;   // norm2(xa)            (Q, w)
-    float *qc;    // cross-attn queries   (Q, w)
-    float *ca;    // probabilities        (h, Q, T)
+    ln_acts n1;     // norm1(x0)            (Q, w)
+    float *qkv;     // self-attn Q | K | V  (Q, 3w)
+    float *sa;      // probabilities        (h, Q, Q)
+    float *sa_o;    // self-attn output     (Q, w)
+    float *xa;      // x0 + SA              (Q, w)
+    ln_acts n2;     // norm2(xa)            (Q, w)
+    float *qc;      // cross-attn queries   (Q, w)
+    float *ca;      // probabilities        (h, Q, T)
     float *qt, *mt; // absorbed form (core/memattn.h)  (h·Q, w) each
-    float *ca_o;  // cross-attn output    (Q, w)
-    float *xb;    // xa + CA              (Q, w)
-    ln_acts n3;   // norm3(xb)            (Q, w)
-    float *h1;    // pre-GELU             (Q, f)
-    float *u;     // GELU(h1)             (Q, f)
-    float *out;   // xb + FFN             (Q, w)
+    float *ca_o;    // cross-attn output    (Q, w)
+    float *xb;      // xa + CA              (Q, w)
+    ln_acts n3;     // norm3(xb)            (Q, w)
+    float *h1;      // pre-GELU             (Q, f)
+    float *u;       // GELU(h1)             (Q, f)
+    float *out;     // xb + FFN             (Q, w)
 } field_acts;
 
 struct clef_ws {
@@ -58,15 +58,15 @@ struct clef_ws {
     float *arena;
     size_t arena_bytes; // clef_big_free's size
     // ---- the batch's index (clef_batch_index) ----
-    int nb;                      // records in the batch
-    int T, Q, O;                 // total rows
-    int *t_off, *q_off, *o_off;  // (nb+1) row offsets per record
+    int nb;                           // records in the batch
+    int T, Q, O;                      // total rows
+    int *t_off, *q_off, *o_off;       // (nb+1) row offsets per record
     size_t *ot_off, *qt_off, *qq_off; // (nb+1) offsets of attention maps
-    int *qrec;                   // (Q) record of each question
-    int *qtype;                  // (Q)
-    int *is_score;               // (Q)
-    int *opt_off;                // (Q+1) batch-global option offsets
-    int all_targets;             // every question has a target
+    int *qrec;                        // (Q) record of each question
+    int *qtype;                       // (Q)
+    int *is_score;                    // (Q)
+    int *opt_off;                     // (Q+1) batch-global option offsets
+    int all_targets;                  // every question has a target
     // memory attentions: CLEF_MEMATTN_* requested, and for this batch
     // whether the routing / field layers run the absorbed form
     int memattn, absorb_route, absorb_field;
@@ -88,47 +88,47 @@ struct clef_ws {
     // packed per-record constants (pointers into the record when nb == 1)
     // x̂ stays in each record (a T_b×d copy would be the batch's largest
     // stream): xrec[b] is record b's (T_b, d), read per record
-    const float **xrec;                                   // (B)
+    const float **xrec;      // (B)
     const uint16_t **xrec16; // (B) the records' bf16 x̂ (keep_bf16), or NULL
     uint16_t *dm16;          // (T, w) dM in bf16 for D when x̂ is bf16
     const float *qvhat, *ctxhat, *lex, *lhat;
     float *qvhat_b, *ctxhat_b, *lex_b, *lhat_b; // copies for nb > 1
-    float *target;               // (O) targets, packed
+    float *target;                              // (O) targets, packed
     // ---- forward ----
-    float *X;      // X = x̂ ⊙ γ + β            (T, d)
-    float *M;      // memory X W_mᵀ             (T, w)
-    float *qv;     // question vectors          (Q, d)
-    float *ctx;    // option context means      (O, d)
-    float *g;      // global vectors X[T_b-1]   (nb, d)
-    float *qo;     // qv W_oqᵀ                  (Q, w)
-    float *r0;     // option queries R⁰         (O, w)
+    float *X;          // X = x̂ ⊙ γ + β            (T, d)
+    float *M;          // memory X W_mᵀ             (T, w)
+    float *qv;         // question vectors          (Q, d)
+    float *ctx;        // option context means      (O, d)
+    float *g;          // global vectors X[T_b-1]   (nb, d)
+    float *qo;         // qv W_oqᵀ                  (Q, w)
+    float *r0;         // option queries R⁰         (O, w)
     route_acts *route; // [R]
-    float *R;      // final option states       (O, w)
-    float *B;      // question keys qv W_qᵀ     (Q, w)
-    float *s;      // summary scores            (O)
-    float *alpha;  // summary softmax           (O)
-    float *S;      // summaries                 (Q, w)
-    ln_acts sum;   // option_summary_norm(S)    (Q, w)
-    float *gw;     // g W_gᵀ                    (nb, w)
-    float *F0;     // field stream input        (Q, w)
+    float *R;          // final option states       (O, w)
+    float *B;          // question keys qv W_qᵀ     (Q, w)
+    float *s;          // summary scores            (O)
+    float *alpha;      // summary softmax           (O)
+    float *S;          // summaries                 (Q, w)
+    ln_acts sum;       // option_summary_norm(S)    (Q, w)
+    float *gw;         // g W_gᵀ                    (nb, w)
+    float *F0;         // field stream input        (Q, w)
     field_acts *field; // [L]
     // The field layers' cross-attentions all read the raw memory M, so their
     // K | V projections are one GEMM: kvw stacks the L layers' [W_k; W_v]
     // (L·2w, w), kvb their biases (L·2w), kvc = M kvwᵀ + kvb (T, L·2w);
     // layer j's K | V are columns [2wj, 2wj + 2w).
     float *kvw, *kvb, *kvc;
-    ln_acts fnorm; // field_norm(F^L) = F̂       (Q, w)
-    float *fo;     // f_o = F̂[owner(o)]         (O, w)
-    ln_acts onorm; // option_norm(R) = n        (O, w)
+    ln_acts fnorm;                    // field_norm(F^L) = F̂       (Q, w)
+    float *fo;                        // f_o = F̂[owner(o)]         (O, w)
+    ln_acts onorm;                    // option_norm(R) = n        (O, w)
     float *fhat, *nhat, *fnrm, *nnrm; // cosine state (O, w), (O)
-    float *cos;    // cos_o                     (O)
-    float *feat;   // [f; n; f⊙n; |f−n|]        (O, 4w)
-    float *v1;     // residual_scorer.0 output  (O, w)
-    float *u1;     // GELU(v1)                  (O, w)
-    float *res;    // residual scores           (O)
-    float *a, *anrm;    // normalize(qv + g)    (Q, d), (Q)
-    float *prior;  // prior_o                   (O)
-    int *owner;    // question of each option   (O)
+    float *cos;                       // cos_o                     (O)
+    float *feat;                      // [f; n; f⊙n; |f−n|]        (O, 4w)
+    float *v1;                        // residual_scorer.0 output  (O, w)
+    float *u1;                        // GELU(v1)                  (O, w)
+    float *res;                       // residual scores           (O)
+    float *a, *anrm;                  // normalize(qv + g)    (Q, d), (Q)
+    float *prior;                     // prior_o                   (O)
+    int *owner;                       // question of each option   (O)
     float *z, *p, *dz; // logits, probabilities, ∂L/∂z (O) for training
     // ---- backward scratch ----
     float *dM;            // (T, w)
@@ -139,7 +139,8 @@ struct clef_ws {
     float *dqv, *dctx;    // (Q, d), (O, d)
     float *dg;            // (nb, d)
     float *dsum;          // (max(Q,1), max(w, d))
-    float *att_scratch;   // (max(Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b²)): a slice per record
+    float
+        *att_scratch; // (max(Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b²)): a slice per record
     float *dcos, *dres;   // (O) ∂L/∂cos, ∂L/∂res
     float *dalpha, *ds;   // (O) summary softmax gradients
     float *dxa, *dxb;     // (Q, w) field residual stream gradients
@@ -149,12 +150,12 @@ struct clef_ws {
     float *dbias;         // (max(3w, L·2w)) packed in_proj bias sums
     float *ln_part;       // memory_norm backward's chunk sums (rows.h)
     float *mscr1, *mscr2; // (h·max(O,Q), w) absorbed-form scratch
-    float *mascr;         // (2·h·max(Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b²)) its dA,
-                          // dS; the weights' dropout scratch (mha_view)
+    float *mascr; // (2·h·max(Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b²)) its dA,
+                  // dS; the weights' dropout scratch (mha_view)
     // ---- dropout (core/dropout.h): set per sub-batch by clef_train_step,
     // off for every other forward ----
     clef_dropout drop;
-    float *drop_t;        // (max(O,Q), w) an output's dropout scratch
+    float *drop_t; // (max(O,Q), w) an output's dropout scratch
 };
 
 #endif

@@ -23,7 +23,6 @@ static void zero(float *x, size_t n)
     clef_rows_zero(x, n);
 }
 
-
 // What every part of one backward pass reads: the kernels, the head (its
 // params hd->p and grads hd->g), the workspace of the batch's forward pass,
 // and acc, the accumulate flag of the weight gradients a GEMM (or one loop)
@@ -196,7 +195,8 @@ static void mha_bwd_kv(const bwd *bw, int nk, mha_tensors p, mha_tensors g,
     clef_mm_tn(k, 2 * w, w, nk, dkv, lddkv, xkv, w, g.in.w + (size_t)w * w, w,
                bw->acc);
     bias_blocks(bw, nk, lddkv, dkv, v_only, 1, g.in.b + w); // b_v
-    clef_mm_nn(k, nk, w, 2 * w, dkv, lddkv, p.in.w + (size_t)w * w, w, dxkv, w, 0);
+    clef_mm_nn(k, nk, w, 2 * w, dkv, lddkv, p.in.w + (size_t)w * w, w, dxkv, w,
+               0);
 }
 
 // Backward of xa = x0 + SA(LN1 x0) of field layer a (params p, grads g),
@@ -672,8 +672,7 @@ static void span_means_bwd(clef_head *hd, const clef_ws *ws)
             g_beta[i] += ws->dctx[oi];
         }
     for (int b = 0; b < ws->nb; b++) { // g_b = X at the record's T−1
-        const size_t last =
-            (size_t)(ws->t_off[b + 1] - ws->t_off[b] - 1) * d;
+        const size_t last = (size_t)(ws->t_off[b + 1] - ws->t_off[b] - 1) * d;
         const float *xlast = ws->xrec16[b] ? NULL : ws->xrec[b] + last;
         const uint16_t *x16 = ws->xrec16[b] ? ws->xrec16[b] + last : NULL;
         const float *dg = ws->dg + (size_t)b * d;

@@ -39,8 +39,10 @@ void clef_batch_index(clef_ws *ws, const clef_record *const *recs, int n,
 {
     const int d = ws->cfg.d;
     if (!clef_batch_fits(ws, recs, n)) { // a caller bug, never bad input
-        fprintf(stderr, "clef: internal error: a batch of %d records does not "
-                        "fit its workspace\n", n);
+        fprintf(stderr,
+                "clef: internal error: a batch of %d records does not "
+                "fit its workspace\n",
+                n);
         abort();
     }
     ws->nb = n;

@@ -10,7 +10,10 @@
 // below this, a huge page would be mostly empty: ordinary memory
 #define MAP_MIN ((size_t)8 << 20)
 
-static size_t map_len(size_t n) { return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE; }
+static size_t map_len(size_t n)
+{
+    return (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+}
 
 // A 2 MiB-aligned anonymous mapping of map_len(n) bytes: map one huge page
 // more, then unmap the slack on both sides.
@@ -21,7 +24,8 @@ static void *map_aligned(size_t n)
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
-    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) &
+                       ~(uintptr_t)(HUGE_PAGE - 1));
     if (p > raw)
         munmap(raw, (size_t)(p - raw));
     if (raw + over > p + len)

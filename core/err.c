@@ -31,8 +31,8 @@ int clef_err_input(clef_err *err, const char *file, const char *record,
     if (file)
         n += snprintf(err->msg + n, sizeof(err->msg) - n, "%s: ", file);
     if (record && n < sizeof(err->msg))
-        n += snprintf(err->msg + n, sizeof(err->msg) - n, "record %s: ",
-                      record);
+        n +=
+            snprintf(err->msg + n, sizeof(err->msg) - n, "record %s: ", record);
     if (field && n < sizeof(err->msg))
         n += snprintf(err->msg + n, sizeof(err->msg) - n, "field %s: ", field);
     if (n < sizeof(err->msg))

@@ -21,11 +21,16 @@ uint64_t clef_phys_mem_bytes(void)
 
 static const char *kind_of(mode_t m)
 {
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISCHR(m))
+        return "a character device";
+    if (S_ISBLK(m))
+        return "a block device";
+    if (S_ISSOCK(m))
+        return "a socket";
     return "not a regular file";
 }
 
@@ -44,7 +49,8 @@ static int read_exact(int fd, const char *path, uint8_t *buf, size_t n,
         if (r == 0)
             return clef_err_input(err, path, NULL, NULL,
                                   "the file shrank while it was read (%zu "
-                                  "of %zu bytes)", got, n);
+                                  "of %zu bytes)",
+                                  got, n);
         got += (size_t)r;
     }
     uint8_t extra;
@@ -54,7 +60,8 @@ static int read_exact(int fd, const char *path, uint8_t *buf, size_t n,
     if (r != 0)
         return clef_err_input(err, path, NULL, NULL,
                               "the file grew while it was read (past %zu "
-                              "bytes)", n);
+                              "bytes)",
+                              n);
     return 0;
 }
 

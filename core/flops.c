@@ -15,10 +15,10 @@ static double memattn_flops(const clef_config *c, double T, double nq,
 {
     const double w = c->w, h = c->h;
     if (absorb)
-        return 2 * nq * w * w * 2      // q W_k,h and mt W_v,hᵀ, all h
+        return 2 * nq * w * w * 2        // q W_k,h and mt W_v,hᵀ, all h
                + 2 * h * nq * T * w * 2; // qt memᵀ and A mem
-    return 2 * T * 2 * w * w    // K, V of memory
-           + 2 * nq * T * w * 2; // Q Kᵀ and A V
+    return 2 * T * 2 * w * w             // K, V of memory
+           + 2 * nq * T * w * 2;         // Q Kᵀ and A V
 }
 
 // Σ over records of one record's products, forward only or forward+backward;
@@ -36,10 +36,10 @@ static double record_flops(const clef_config *c, double T, double Q, double O,
     fwd += 2 * O * w * d * 2 + 2 * Q * w * d;
     bwd += 2 * O * w * d * 3 + 2 * Q * w * d * 2;
     for (int i = 0; i < c->R; i++) {
-        double lin = 2 * O * w * w * 2           // queries, out_proj
-                     + 2 * O * f * w * 2;        // feed-forward
+        double lin = 2 * O * w * w * 2    // queries, out_proj
+                     + 2 * O * f * w * 2; // feed-forward
         fwd += lin;
-        bwd += 2 * lin;                          // weight + input grads
+        bwd += 2 * lin; // weight + input grads
         fwd += memattn_flops(c, T, O, absorb_route);
         bwd += 2 * memattn_flops(c, T, O, absorb_route);
     }
@@ -49,9 +49,9 @@ static double record_flops(const clef_config *c, double T, double Q, double O,
     bwd += 2 * head_lin;
     for (int j = 0; j < c->L; j++) {
         double lin = 2 * Q * 3 * w * w + 2 * Q * w * w // self-attn
-                     + 2 * Q * w * w * 2                // cross-attn q, out
-                     + 2 * Q * f * w * 2;               // feed-forward
-        double att = 2 * Q * Q * w * 2;                 // self-attn core
+                     + 2 * Q * w * w * 2               // cross-attn q, out
+                     + 2 * Q * f * w * 2;              // feed-forward
+        double att = 2 * Q * Q * w * 2;                // self-attn core
         fwd += lin + att;
         bwd += 2 * lin + 2 * att;
         fwd += memattn_flops(c, T, Q, absorb_field);

@@ -42,13 +42,13 @@ enum { CLEF_QTYPE_NOUL = 0, CLEF_QTYPE_CHOICE = 1, CLEF_QTYPE_SCORE = 2 };
 
 // Pointers into a flat buffer for one routing (evidence) layer.
 typedef struct clef_route_tensors {
-    float *qn_w, *qn_b;         // query_norm (w)
-    float *mn_w, *mn_b;         // memory_norm (w)
-    float *in_w, *in_b;         // attention.in_proj (3w, w), (3w)
-    float *out_w, *out_b;       // attention.out_proj (w, w), (w)
-    float *fn_w, *fn_b;         // feedforward_norm (w)
-    float *ff1_w, *ff1_b;       // feedforward.0 (f, w), (f)
-    float *ff2_w, *ff2_b;       // feedforward.3 (w, f), (w)
+    float *qn_w, *qn_b;   // query_norm (w)
+    float *mn_w, *mn_b;   // memory_norm (w)
+    float *in_w, *in_b;   // attention.in_proj (3w, w), (3w)
+    float *out_w, *out_b; // attention.out_proj (w, w), (w)
+    float *fn_w, *fn_b;   // feedforward_norm (w)
+    float *ff1_w, *ff1_b; // feedforward.0 (f, w), (f)
+    float *ff2_w, *ff2_b; // feedforward.3 (w, f), (w)
 } clef_route_tensors;
 
 // Pointers into a flat buffer for one field (decoder) layer.
@@ -65,17 +65,17 @@ typedef struct clef_field_tensors {
 // Every tensor of the head, as pointers into one flat buffer (params, grads,
 // AdamW m or v: they share the layout).
 typedef struct clef_tensors {
-    float *prior_scale, *joint_scale, *gate; // scalars s_p, s_j, γ
-    float *hn_w, *hn_b;                      // hidden_norm (d)
+    float *prior_scale, *joint_scale, *gate;   // scalars s_p, s_j, γ
+    float *hn_w, *hn_b;                        // hidden_norm (d)
     float *W_m, *W_q, *W_oq, *W_g, *W_c, *W_l; // projections (w, d)
-    float *type_emb;                         // (3, w)
-    clef_route_tensors *route;               // [R]
-    float *sum_w, *sum_b;                    // option_summary_norm (w)
-    clef_field_tensors *field;               // [L]
-    float *fn_w, *fn_b;                      // field_norm (w)
-    float *on_w, *on_b;                      // option_norm (w)
-    float *rs0_w, *rs0_b;                    // residual_scorer.0 (w, 4w), (w)
-    float *rs3_w, *rs3_b;                    // residual_scorer.3 (1, w), (1)
+    float *type_emb;                           // (3, w)
+    clef_route_tensors *route;                 // [R]
+    float *sum_w, *sum_b;                      // option_summary_norm (w)
+    clef_field_tensors *field;                 // [L]
+    float *fn_w, *fn_b;                        // field_norm (w)
+    float *on_w, *on_b;                        // option_norm (w)
+    float *rs0_w, *rs0_b;                      // residual_scorer.0 (w, 4w), (w)
+    float *rs3_w, *rs3_b;                      // residual_scorer.3 (1, w), (1)
 } clef_tensors;
 
 typedef struct clef_head {
@@ -105,29 +105,30 @@ typedef struct clef_record {
     char *id;
     int split; // CLEF_SPLIT_*
     int T, d;
-    float *H;  // (T, d) frozen hidden states
+    float *H;     // (T, d) frozen hidden states
     uint16_t *Hh; // (T, d) the same as the shard stores them, F16 or BF16
     int Hh_f16;   // (clef_package_read_half): H is NULL then; 1 for F16
-    int *ids;  // (T) lexical rows
+    int *ids;     // (T) lexical rows
     int Q, O;
-    int *qtype;       // (Q) CLEF_QTYPE_*
-    int *is_score;    // (Q) qtype == score (set by clef_record_prepare)
-    int *qspan;       // (Q, 2) half-open
-    int *opt_off;     // (Q+1) option o of question q: opt_off[q] <= o < opt_off[q+1]
-    int *ospan;       // (O, 2)
-    int *has_target;  // (Q) 0 for a test record question without label/target
-    int *label;       // (Q) label index, or -1 when a soft target is given
-    float *target;    // (O) target distribution per question (one-hot for a label)
-    char **qid;       // (Q) question ids (may be NULL in tests)
-    char **oid;       // (O) option ids (may be NULL in tests)
+    int *qtype;    // (Q) CLEF_QTYPE_*
+    int *is_score; // (Q) qtype == score (set by clef_record_prepare)
+    int *qspan;    // (Q, 2) half-open
+    int *
+        opt_off; // (Q+1) option o of question q: opt_off[q] <= o < opt_off[q+1]
+    int *ospan;  // (O, 2)
+    int *has_target; // (Q) 0 for a test record question without label/target
+    int *label;      // (Q) label index, or -1 when a soft target is given
+    float *target; // (O) target distribution per question (one-hot for a label)
+    char **qid;    // (Q) question ids (may be NULL in tests)
+    char **oid;    // (O) option ids (may be NULL in tests)
     // Per-record constants (clef_record_prepare): H and E are frozen.
-    float *xhat;   // (T, d) (H − μ) / σ per row
+    float *xhat;      // (T, d) (H − μ) / σ per row
     uint16_t *xhat16; // (T, d) x̂ in bf16 (clef_record_keep_bf16: then
                       // xhat and H are NULL; clef_record_add_bf16: beside)
-    float *qvhat;  // (Q, d) span means of xhat over question spans
-    float *ctxhat; // (O, d) span means of xhat over option spans
-    float *lex;    // (O, d) span means of E[ids] over option spans
-    float *lhat;   // (O, d) normalize(lex): the prior's lexical side
+    float *qvhat;     // (Q, d) span means of xhat over question spans
+    float *ctxhat;    // (O, d) span means of xhat over option spans
+    float *lex;       // (O, d) span means of E[ids] over option spans
+    float *lhat;      // (O, d) normalize(lex): the prior's lexical side
 } clef_record;
 
 enum { CLEF_SPLIT_TRAIN = 0, CLEF_SPLIT_VALIDATION = 1, CLEF_SPLIT_TEST = 2 };
@@ -151,8 +152,8 @@ int clef_record_add_bf16(const clef_kernels *k, clef_record *r);
 // A batch is executed packed (core/acts.h): the workspace is sized by the
 // largest batch totals it will see.
 typedef struct clef_ws_limits {
-    int B;            // records per batch
-    int T, Q, O;      // Σ T_b, Σ Q_b, Σ O_b
+    int B;             // records per batch
+    int T, Q, O;       // Σ T_b, Σ Q_b, Σ O_b
     size_t OT, QT, QQ; // Σ O_b·T_b, Σ Q_b·T_b, Σ Q_b² (attention maps)
 } clef_ws_limits;
 typedef struct clef_ws clef_ws; // opaque: activations saved for backward

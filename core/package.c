@@ -25,33 +25,48 @@
 const char *clef_split_name(int split)
 {
     switch (split) {
-    case CLEF_SPLIT_TRAIN: return "train";
-    case CLEF_SPLIT_VALIDATION: return "validation";
-    case CLEF_SPLIT_TEST: return "test";
-    default: return "?";
+    case CLEF_SPLIT_TRAIN:
+        return "train";
+    case CLEF_SPLIT_VALIDATION:
+        return "validation";
+    case CLEF_SPLIT_TEST:
+        return "test";
+    default:
+        return "?";
     }
 }
 
 const char *clef_qtype_name(int qtype)
 {
     switch (qtype) {
-    case CLEF_QTYPE_NOUL: return "noul";
-    case CLEF_QTYPE_CHOICE: return "choice";
-    case CLEF_QTYPE_SCORE: return "score";
-    default: return "?";
+    case CLEF_QTYPE_NOUL:
+        return "noul";
+    case CLEF_QTYPE_CHOICE:
+        return "choice";
+    case CLEF_QTYPE_SCORE:
+        return "score";
+    default:
+        return "?";
     }
 }
 
 static const char *dtype_name(clef_dtype dt)
 {
     switch (dt) {
-    case CLEF_DT_F32: return "F32";
-    case CLEF_DT_F16: return "F16";
-    case CLEF_DT_BF16: return "BF16";
-    case CLEF_DT_F64: return "F64";
-    case CLEF_DT_I32: return "I32";
-    case CLEF_DT_I64: return "I64";
-    default: return "?";
+    case CLEF_DT_F32:
+        return "F32";
+    case CLEF_DT_F16:
+        return "F16";
+    case CLEF_DT_BF16:
+        return "BF16";
+    case CLEF_DT_F64:
+        return "F64";
+    case CLEF_DT_I32:
+        return "I32";
+    case CLEF_DT_I64:
+        return "I64";
+    default:
+        return "?";
     }
 }
 
@@ -203,7 +218,8 @@ static int check_file_entry(const clef_package *pkg, json_t *entry,
         else
             clef_err_input(err, pkg->manifest, NULL, f,
                            "\"%s\" resolves (through a symbolic link) to a "
-                           "file outside the package folder", name);
+                           "file outside the package folder",
+                           name);
         free(path);
         return CLEF_ERR_INPUT;
     }
@@ -219,7 +235,7 @@ static int check_file_entry(const clef_package *pkg, json_t *entry,
 
 static int parse_head(clef_package *pkg, json_t *head, clef_err *err)
 {
-    static const char *keys[6] = {"hidden_size", "width", "heads",
+    static const char *keys[6] = {"hidden_size", "width",          "heads",
                                   "feedforward", "routing_layers", "layers"};
     int v[6];
     if (!json_is_object(head))
@@ -239,9 +255,10 @@ static int parse_head(clef_package *pkg, json_t *head, clef_err *err)
                                   (long long)x);
         v[i] = (int)x;
     }
-    pkg->cfg = (clef_config){.d = v[0], .w = v[1], .h = v[2],
-                             .f = v[3], .R = v[4], .L = v[5]};
-    json_t *jd = json_object_get(head, "dropout"); // optional, as the reference's
+    pkg->cfg = (clef_config){
+        .d = v[0], .w = v[1], .h = v[2], .f = v[3], .R = v[4], .L = v[5]};
+    json_t *jd =
+        json_object_get(head, "dropout"); // optional, as the reference's
     if (jd && !json_is_number(jd))
         return clef_err_input(err, pkg->manifest, NULL, "head.dropout",
                               "not a number");
@@ -256,24 +273,29 @@ static int parse_head(clef_package *pkg, json_t *head, clef_err *err)
 
 static int parse_split(const char *s)
 {
-    if (!strcmp(s, "train")) return CLEF_SPLIT_TRAIN;
-    if (!strcmp(s, "validation")) return CLEF_SPLIT_VALIDATION;
-    if (!strcmp(s, "test")) return CLEF_SPLIT_TEST;
+    if (!strcmp(s, "train"))
+        return CLEF_SPLIT_TRAIN;
+    if (!strcmp(s, "validation"))
+        return CLEF_SPLIT_VALIDATION;
+    if (!strcmp(s, "test"))
+        return CLEF_SPLIT_TEST;
     return -1;
 }
 
 static int parse_qtype(const char *s)
 {
-    if (!strcmp(s, "noul")) return CLEF_QTYPE_NOUL;
-    if (!strcmp(s, "choice")) return CLEF_QTYPE_CHOICE;
-    if (!strcmp(s, "score")) return CLEF_QTYPE_SCORE;
+    if (!strcmp(s, "noul"))
+        return CLEF_QTYPE_NOUL;
+    if (!strcmp(s, "choice"))
+        return CLEF_QTYPE_CHOICE;
+    if (!strcmp(s, "score"))
+        return CLEF_QTYPE_SCORE;
     return -1;
 }
 
 // First pass over one question: type, options, label/target; counts options.
-static int check_question(const clef_package *pkg, const char *rid,
-                          int split, int qi, json_t *jq, int *nopt,
-                          clef_err *err)
+static int check_question(const clef_package *pkg, const char *rid, int split,
+                          int qi, json_t *jq, int *nopt, clef_err *err)
 {
     const char *m = pkg->manifest;
     char f[96];
@@ -283,8 +305,7 @@ static int check_question(const clef_package *pkg, const char *rid,
     json_t *jid = json_object_get(jq, "id");
     snprintf(f, sizeof(f), "questions[%d].id", qi);
     if (!json_is_string(jid) || !json_string_length(jid))
-        return clef_err_input(err, m, rid, f,
-                              "missing, empty or not a string");
+        return clef_err_input(err, m, rid, f, "missing, empty or not a string");
     snprintf(f, sizeof(f), "questions[%d].type", qi);
     json_t *jt = json_object_get(jq, "type");
     if (!json_is_string(jt))
@@ -293,7 +314,8 @@ static int check_question(const clef_package *pkg, const char *rid,
     if (qt < 0)
         return clef_err_input(err, m, rid, f,
                               "unknown question type \"%s\" (noul, choice or "
-                              "score)", json_string_value(jt));
+                              "score)",
+                              json_string_value(jt));
     snprintf(f, sizeof(f), "questions[%d].options", qi);
     json_t *jo = json_object_get(jq, "options");
     if (!json_is_array(jo) || json_array_size(jo) == 0)
@@ -318,7 +340,8 @@ static int check_question(const clef_package *pkg, const char *rid,
     if (qt == CLEF_QTYPE_NOUL && n != 2)
         return clef_err_input(err, m, rid, f,
                               "a noul question has exactly two options, "
-                              "this one has %d", n);
+                              "this one has %d",
+                              n);
     json_t *jl = json_object_get(jq, "label");
     json_t *jy = json_object_get(jq, "target");
     if (jl && jy) {
@@ -361,7 +384,8 @@ static int check_question(const clef_package *pkg, const char *rid,
             if (!isfinite(y) || y < 0)
                 return clef_err_input(err, m, rid, f,
                                       "entry %d is %g (probabilities are "
-                                      "finite and >= 0)", i, y);
+                                      "finite and >= 0)",
+                                      i, y);
             sum += y;
         }
         if (fabs(sum - 1.0) > 1e-6)
@@ -373,8 +397,8 @@ static int check_question(const clef_package *pkg, const char *rid,
 }
 
 // Fills the manifest half of record r (everything but the tensors).
-static int parse_record(clef_package *pkg, int ri, json_t *jr,
-                        clef_record *r, int *shard, clef_err *err)
+static int parse_record(clef_package *pkg, int ri, json_t *jr, clef_record *r,
+                        int *shard, clef_err *err)
 {
     const char *m = pkg->manifest;
     char f[64];
@@ -424,8 +448,8 @@ static int parse_record(clef_package *pkg, int ri, json_t *jr,
     r->has_target = calloc((size_t)Q, sizeof(int));
     r->label = calloc((size_t)Q, sizeof(int));
     r->qid = calloc((size_t)Q, sizeof(char *));
-    if (!r->qtype || !r->qspan || !r->opt_off || !r->has_target ||
-        !r->label || !r->qid)
+    if (!r->qtype || !r->qspan || !r->opt_off || !r->has_target || !r->label ||
+        !r->qid)
         return oom(err);
     for (int q = 0; q < Q; q++) {
         json_t *jq = json_array_get(jqs, q);
@@ -439,12 +463,13 @@ static int parse_record(clef_package *pkg, int ri, json_t *jr,
                 snprintf(f, sizeof(f), "questions[%d].id", q);
                 return clef_err_input(err, m, rid, f,
                                       "question id \"%s\" appears twice in "
-                                      "the record", qid);
+                                      "the record",
+                                      qid);
             }
         if (!(r->qid[q] = xstrdup(qid)))
             return oom(err);
-        r->qtype[q] = parse_qtype(
-            json_string_value(json_object_get(jq, "type")));
+        r->qtype[q] =
+            parse_qtype(json_string_value(json_object_get(jq, "type")));
         r->opt_off[q + 1] = r->opt_off[q] + n;
     }
     int O = r->opt_off[Q];
@@ -507,15 +532,14 @@ static int check_unique_ids(clef_package *pkg, clef_err *err)
 // ------------------------------------------------------------ tensors --
 
 static int check_finite(const char *file, const char *rid, const char *field,
-                        const float *x, size_t rows, size_t cols,
-                        clef_err *err)
+                        const float *x, size_t rows, size_t cols, clef_err *err)
 {
     for (size_t i = 0; i < rows * cols; i++)
         if (!isfinite(x[i]))
             return clef_err_input(err, file, rid, field,
                                   "non-finite value %g at [%zu, %zu] (every "
-                                  "float must be finite)", x[i], i / cols,
-                                  i % cols);
+                                  "float must be finite)",
+                                  x[i], i / cols, i % cols);
     return 0;
 }
 
@@ -523,8 +547,7 @@ static int load_lexical(clef_package *pkg, clef_err *err)
 {
     clef_st_file f;
     int rc = clef_st_open_pinned(pkg->lexical_path, pkg->lexical_sha256,
-                                 "lexical.sha256", &f,
-                                 err);
+                                 "lexical.sha256", &f, err);
     if (rc)
         return rc;
     const char *p = pkg->lexical_path;
@@ -543,7 +566,8 @@ static int load_lexical(clef_package *pkg, clef_err *err)
     if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] != pkg->cfg.d) {
         rc = clef_err_input(err, p, NULL, "lexical",
                             "shape must be [V, %d] with V >= 1 (d = "
-                            "head.hidden_size)", pkg->cfg.d);
+                            "head.hidden_size)",
+                            pkg->cfg.d);
         goto done;
     }
     if (t->shape[0] > INT32_MAX) {
@@ -577,8 +601,8 @@ static int get_int_tensor(const clef_st_file *f, const char *rid,
         return clef_err_input(err, f->path, rid, name,
                               "tensor %s is missing from the shard", full);
     if (t->dtype != CLEF_DT_I32)
-        return clef_err_input(err, f->path, rid, name,
-                              "dtype %s, must be I32", dtype_name(t->dtype));
+        return clef_err_input(err, f->path, rid, name, "dtype %s, must be I32",
+                              dtype_name(t->dtype));
     int ok = cols ? (t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols)
                   : (t->ndim == 1 && t->shape[0] == rows);
     if (!ok) {
@@ -610,11 +634,13 @@ static int check_spans(const char *file, const char *rid, const char *field,
         if (a < 0 || b > T)
             return clef_err_input(err, file, rid, field,
                                   "row %d [%d, %d) is out of range "
-                                  "(0 <= start < end <= T = %d)", i, a, b, T);
+                                  "(0 <= start < end <= T = %d)",
+                                  i, a, b, T);
         if (a >= b)
             return clef_err_input(err, file, rid, field,
                                   "row %d [%d, %d): start >= end (spans are "
-                                  "half-open, start < end)", i, a, b);
+                                  "half-open, start < end)",
+                                  i, a, b);
     }
     return 0;
 }
@@ -729,18 +755,18 @@ static int check_init_weights(clef_package *pkg, clef_err *err)
     clef_head hd;
     memset(&hd, 0, sizeof(hd));
     int rc = clef_weights_load_pinned(pkg->init_path, pkg->init_sha256,
-                                      "initial_weights.sha256", pkg->cfg.h,
-                                      &hd, err);
+                                      "initial_weights.sha256", pkg->cfg.h, &hd,
+                                      err);
     if (rc)
         return rc;
     if (memcmp(&hd.cfg, &pkg->cfg, sizeof(clef_config)) != 0)
         rc = clef_err_input(err, pkg->init_path, NULL, "head",
                             "configuration (d %d, w %d, h %d, f %d, R %d, "
                             "L %d) differs from the manifest's head (d %d, "
-                            "w %d, h %d, f %d, R %d, L %d)", hd.cfg.d,
-                            hd.cfg.w, hd.cfg.h, hd.cfg.f, hd.cfg.R, hd.cfg.L,
-                            pkg->cfg.d, pkg->cfg.w, pkg->cfg.h, pkg->cfg.f,
-                            pkg->cfg.R, pkg->cfg.L);
+                            "w %d, h %d, f %d, R %d, L %d)",
+                            hd.cfg.d, hd.cfg.w, hd.cfg.h, hd.cfg.f, hd.cfg.R,
+                            hd.cfg.L, pkg->cfg.d, pkg->cfg.w, pkg->cfg.h,
+                            pkg->cfg.f, pkg->cfg.R, pkg->cfg.L);
     clef_head_free(&hd);
     return rc;
 }
@@ -749,7 +775,8 @@ static int load_manifest(clef_package *pkg, json_t *root, clef_err *err)
 {
     const char *m = pkg->manifest;
     if (!json_is_object(root))
-        return clef_err_input(err, m, NULL, NULL, "the manifest is not a JSON "
+        return clef_err_input(err, m, NULL, NULL,
+                              "the manifest is not a JSON "
                               "object");
     json_t *jf = json_object_get(root, "format");
     if (!json_is_string(jf) ||
@@ -766,9 +793,10 @@ static int load_manifest(clef_package *pkg, json_t *root, clef_err *err)
                                   "must be an object of strings");
         const char *key;
         json_t *val;
-        json_object_foreach(jp, key, val) if (!json_is_string(val))
-            return clef_err_input(err, m, NULL, "provenance",
-                                  "\"%s\" is not a string", key);
+        json_object_foreach (jp, key, val)
+            if (!json_is_string(val))
+                return clef_err_input(err, m, NULL, "provenance",
+                                      "\"%s\" is not a string", key);
         pkg->provenance = json_dumps(jp, JSON_COMPACT | JSON_SORT_KEYS);
         if (!pkg->provenance)
             return oom(err);
@@ -832,8 +860,8 @@ static int load_shards(clef_package *pkg, clef_err *err)
         clef_st_file f;
         char field[48];
         snprintf(field, sizeof(field), "shards[%d].sha256", s);
-        int rc = clef_st_open_pinned(pkg->shard_paths[s],
-                                     pkg->shard_sha256[s], field, &f, err);
+        int rc = clef_st_open_pinned(pkg->shard_paths[s], pkg->shard_sha256[s],
+                                     field, &f, err);
         if (rc)
             return rc;
         for (int i = 0; i < pkg->nrecords && !rc; i++)

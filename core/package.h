@@ -13,20 +13,20 @@
 #define CLEF_RECORD_ID_MAX 128
 
 typedef struct clef_package {
-    char *manifest;   // the manifest path as given
-    char *dir;        // its folder: every file name is relative to it
+    char *manifest; // the manifest path as given
+    char *dir;      // its folder: every file name is relative to it
     char sha256[CLEF_SHA256_HEX]; // of the manifest's bytes
-    clef_config cfg;  // "head"
-    double dropout;   // "head".dropout, 0 ≤ p < 1 (0 when absent)
-    char *provenance; // compact JSON object, or NULL when absent
+    clef_config cfg;              // "head"
+    double dropout;               // "head".dropout, 0 ≤ p < 1 (0 when absent)
+    char *provenance;             // compact JSON object, or NULL when absent
     char *lexical_path;
     char lexical_sha256[CLEF_SHA256_HEX]; // the manifest's digests: checked
     char init_sha256[CLEF_SHA256_HEX];    // on the bytes each load parses
-    int V;            // lexical rows
-    float *E;         // (V, d) frozen lexical table
-    char *init_path;  // initial_weights file, or NULL
+    int V;                                // lexical rows
+    float *E;                             // (V, d) frozen lexical table
+    char *init_path;                      // initial_weights file, or NULL
     int nshards;
-    char **shard_paths; // [nshards]
+    char **shard_paths;                    // [nshards]
     char (*shard_sha256)[CLEF_SHA256_HEX]; // [nshards]
     int nrecords;
     clef_record *records; // [nrecords], manifest order
@@ -82,7 +82,7 @@ int clef_package_path_ok(const char *name);
 // Record id rule: [A-Za-z0-9._-]{1,128}. 1 if ok.
 int clef_package_id_ok(const char *id);
 
-const char *clef_split_name(int split);    // "train", ...
-const char *clef_qtype_name(int qtype);    // "noul", ...
+const char *clef_split_name(int split); // "train", ...
+const char *clef_qtype_name(int qtype); // "noul", ...
 
 #endif

@@ -47,7 +47,10 @@ int clef_config_check(const clef_config *c, const char *file, clef_err *err)
     return CLEF_OK;
 }
 
-int clef_tensor_count(const clef_config *c) { return 22 + 14 * c->R + 18 * c->L; }
+int clef_tensor_count(const clef_config *c)
+{
+    return 22 + 14 * c->R + 18 * c->L;
+}
 
 size_t clef_param_count(const clef_config *c)
 {
@@ -68,7 +71,7 @@ static int is_exempt_from_weights_decay(const char *name)
 {
     size_t len = strlen(name);
     if (len >= 4 && strcmp(name + len - 4, "bias") == 0)
-        return 1; // every bias, in_proj_bias included
+        return 1;                        // every bias, in_proj_bias included
     return strstr(name, "norm") != NULL; // LayerNorm weights
 }
 

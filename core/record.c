@@ -13,8 +13,8 @@ static float *half_to_f32(const clef_record *r)
     const size_t n = (size_t)r->T * r->d;
     float *H = malloc(sizeof(float) * (n ? n : 1));
     for (size_t i = 0; H && i < n; i++)
-        H[i] = r->Hh_f16 ? clef_f16_to_f32(r->Hh[i])
-                         : clef_bf16_to_f32(r->Hh[i]);
+        H[i] =
+            r->Hh_f16 ? clef_f16_to_f32(r->Hh[i]) : clef_bf16_to_f32(r->Hh[i]);
     return H;
 }
 
@@ -48,8 +48,8 @@ int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
     r->lhat = malloc(sizeof(float) * (size_t)r->O * d);
     float *lnrm = malloc(sizeof(float) * (r->O ? r->O : 1));
     int rc = CLEF_OK;
-    if (!H || !r->is_score || !ones || !zeros || !y || !rstd || !erows || !r->xhat || !r->qvhat ||
-        !r->ctxhat || !r->lex || !r->lhat || !lnrm) {
+    if (!H || !r->is_score || !ones || !zeros || !y || !rstd || !erows ||
+        !r->xhat || !r->qvhat || !r->ctxhat || !r->lex || !r->lhat || !lnrm) {
         rc = clef_err_set(err, CLEF_ERR_RUN, "record %s: out of memory",
                           r->id ? r->id : "?");
         goto out;
@@ -68,7 +68,7 @@ int clef_record_prepare(const clef_kernels *k, clef_record *r, const float *E,
         ones[i] = 1.f;
     // x̂ (T, d) = (H − μ) / σ: a LayerNorm with γ = 1, β = 0
     k->layernorm_fwd(T, d, H, ones, zeros, y, r->xhat, rstd);
-    k->span_mean(r->Q, r->qspan, d, r->xhat, r->qvhat); // (Q, d)
+    k->span_mean(r->Q, r->qspan, d, r->xhat, r->qvhat);  // (Q, d)
     k->span_mean(r->O, r->ospan, d, r->xhat, r->ctxhat); // (O, d)
     k->gather_rows(T, r->ids, d, E, erows);              // E[ids] (T, d)
     k->span_mean(r->O, r->ospan, d, erows, r->lex);      // (O, d)

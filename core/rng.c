@@ -16,7 +16,10 @@ void clef_rng_seed(clef_rng *r, uint64_t seed)
         r->s[i] = clef_splitmix64(&x);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
 
 uint64_t clef_rng_next(clef_rng *r)
 {

@@ -24,9 +24,9 @@ static inline uint64_t clef_mix64(uint64_t z)
 
 void clef_rng_seed(clef_rng *r, uint64_t seed);
 uint64_t clef_rng_next(clef_rng *r);
-double clef_rng_double(clef_rng *r);                   // [0, 1), 53 bits
+double clef_rng_double(clef_rng *r);                     // [0, 1), 53 bits
 float clef_rng_uniform(clef_rng *r, float lo, float hi); // [lo, hi)
-float clef_rng_normal(clef_rng *r);                    // N(0, 1), Box-Muller
-uint64_t clef_rng_below(clef_rng *r, uint64_t n);      // [0, n), unbiased
+float clef_rng_normal(clef_rng *r);                      // N(0, 1), Box-Muller
+uint64_t clef_rng_below(clef_rng *r, uint64_t n);        // [0, n), unbiased
 
 #endif

@@ -93,7 +93,10 @@ void clef_rows_bias_add(const clef_kernels *k, int rows, int n, const float *b,
 
 // Elementwise ops over n floats: chunks of ROWS_CHUNK (one call up to that),
 // on the team from ROWS_PAR_MIN.
-static size_t nchunks(size_t n) { return (n + ROWS_CHUNK - 1) / ROWS_CHUNK; }
+static size_t nchunks(size_t n)
+{
+    return (n + ROWS_CHUNK - 1) / ROWS_CHUNK;
+}
 static size_t chunk_len(size_t n, size_t i0)
 {
     return n - i0 < ROWS_CHUNK ? n - i0 : ROWS_CHUNK;

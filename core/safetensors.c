@@ -37,9 +37,8 @@ static const struct {
     clef_dtype dt;
     size_t size;
 } st_dtypes[] = {
-    {"F32", CLEF_DT_F32, 4},  {"F16", CLEF_DT_F16, 2},
-    {"BF16", CLEF_DT_BF16, 2}, {"F64", CLEF_DT_F64, 8},
-    {"I32", CLEF_DT_I32, 4},  {"I64", CLEF_DT_I64, 8},
+    {"F32", CLEF_DT_F32, 4}, {"F16", CLEF_DT_F16, 2}, {"BF16", CLEF_DT_BF16, 2},
+    {"F64", CLEF_DT_F64, 8}, {"I32", CLEF_DT_I32, 4}, {"I64", CLEF_DT_I64, 8},
 };
 #define ST_NDTYPES ((int)(sizeof(st_dtypes) / sizeof(st_dtypes[0])))
 
@@ -125,7 +124,8 @@ static int st_read_file(const char *path, const char *pin,
     if (!clef_sha256_equal(hex, pin))
         return clef_err_input(err, path, NULL, pin_field ? pin_field : "sha256",
                               "SHA-256 of the file is %s but the manifest "
-                              "says %s", hex, pin);
+                              "says %s",
+                              hex, pin);
     return 0;
 }
 
@@ -158,9 +158,11 @@ static int st_parse_tensor(const char *path, const char *name, json_t *j,
     json_t *joff = json_object_get(j, "data_offsets");
     if (!jdt || !jsh || !joff)
         return clef_err_input(err, path, NULL, field, "missing %s",
-                              !jdt ? "dtype" : !jsh ? "shape" : "data_offsets");
-    if (!json_is_string(jdt) || st_dtype_parse(json_string_value(jdt),
-                                               &t->dtype) != 0)
+                              !jdt   ? "dtype"
+                              : !jsh ? "shape"
+                                     : "data_offsets");
+    if (!json_is_string(jdt) ||
+        st_dtype_parse(json_string_value(jdt), &t->dtype) != 0)
         return clef_err_input(err, path, NULL, field,
                               "unknown dtype %s (expected F32, F16, BF16, F64, "
                               "I32 or I64)",
@@ -200,10 +202,9 @@ static int st_parse_tensor(const char *path, const char *name, json_t *j,
                               "data_offsets must be [begin, end], integers "
                               ">= 0");
     if (begin > end)
-        return clef_err_input(err, path, NULL, field,
-                              "data_offsets [%" PRIu64 ", %" PRIu64
-                              "]: begin > end",
-                              begin, end);
+        return clef_err_input(
+            err, path, NULL, field,
+            "data_offsets [%" PRIu64 ", %" PRIu64 "]: begin > end", begin, end);
     if (end > data_size)
         return clef_err_input(err, path, NULL, field,
                               "data_offsets [%" PRIu64 ", %" PRIu64
@@ -213,8 +214,8 @@ static int st_parse_tensor(const char *path, const char *name, json_t *j,
     if (__builtin_mul_overflow(numel, st_dtype_size(t->dtype), &nbytes))
         return clef_err_input(err, path, NULL, field,
                               "size overflow: %s x %zu elements exceeds the "
-                              "addressable bytes", st_dtype_name(t->dtype),
-                              numel);
+                              "addressable bytes",
+                              st_dtype_name(t->dtype), numel);
     if (end - begin != nbytes)
         return clef_err_input(err, path, NULL, field,
                               "size mismatch: data_offsets span %" PRIu64
@@ -238,7 +239,7 @@ static int st_parse_metadata(const char *path, json_t *j, clef_st_file *f,
         return clef_err_set(err, CLEF_ERR_RUN, "%s: out of memory", path);
     const char *key;
     json_t *val;
-    json_object_foreach(j, key, val) {
+    json_object_foreach (j, key, val) {
         if (!json_is_string(val))
             return clef_err_input(err, path, NULL, "header",
                                   "__metadata__ value of \"%s\" must be a "
@@ -357,7 +358,7 @@ static int st_parse_header(const char *path, clef_st_file *f, size_t hlen,
     size_t data_size = f->size - f->data_start;
     const char *key;
     json_t *val;
-    json_object_foreach(root, key, val) { // insertion (header) order
+    json_object_foreach (root, key, val) { // insertion (header) order
         if (strcmp(key, "__metadata__") == 0) {
             if ((rc = st_parse_metadata(path, val, f, err)) != 0)
                 goto cleanup;
@@ -385,8 +386,8 @@ int clef_st_open(const char *path, clef_st_file *f, clef_err *err)
     return clef_st_open_pinned(path, NULL, NULL, f, err);
 }
 
-int clef_st_open_pinned(const char *path, const char *sha256,
-                        const char *field, clef_st_file *f, clef_err *err)
+int clef_st_open_pinned(const char *path, const char *sha256, const char *field,
+                        clef_st_file *f, clef_err *err)
 {
     memset(f, 0, sizeof(*f));
     int rc;
@@ -476,8 +477,8 @@ const char *clef_st_meta_get(const clef_st_file *f, const char *key)
 
 // ---- conversion ----
 
-int clef_st_read_f32(const clef_st_file *f, const clef_st_tensor *t,
-                     float *out, int require_finite, clef_err *err)
+int clef_st_read_f32(const clef_st_file *f, const clef_st_tensor *t, float *out,
+                     int require_finite, clef_err *err)
 {
     char field[160];
     snprintf(field, sizeof(field), "tensor %s", t->name);
@@ -545,10 +546,9 @@ int clef_st_read_i32(const clef_st_file *f, const clef_st_tensor *t,
             int64_t x;
             memcpy(&x, src + 8 * i, 8);
             if (x < INT32_MIN || x > INT32_MAX)
-                return clef_err_input(err, f->path, NULL, field,
-                                      "element %zu = %" PRId64
-                                      " does not fit in int32",
-                                      i, x);
+                return clef_err_input(
+                    err, f->path, NULL, field,
+                    "element %zu = %" PRId64 " does not fit in int32", i, x);
             out[i] = (int32_t)x;
         }
         return 0;
@@ -563,8 +563,7 @@ int clef_st_read_i32(const clef_st_file *f, const clef_st_tensor *t,
 
 // Checks the entries before anything touches the disk.
 static int st_check_entries(const char *path, const clef_st_entry *e, int n,
-                            const clef_st_meta *meta, int nmeta,
-                            clef_err *err)
+                            const clef_st_meta *meta, int nmeta, clef_err *err)
 {
     for (int i = 0; i < n; i++) {
         if (!e[i].name || !e[i].name[0] ||
@@ -610,8 +609,8 @@ static size_t st_entry_bytes(const clef_st_entry *e)
 
 // The header JSON, padded with spaces to a multiple of 8. malloc'd.
 static char *st_build_header(const char *path, const clef_st_entry *e, int n,
-                             const clef_st_meta *meta, int nmeta,
-                             size_t *len, clef_err *err)
+                             const clef_st_meta *meta, int nmeta, size_t *len,
+                             clef_err *err)
 {
     char *text = NULL, *out = NULL;
     json_t *root = json_object();
@@ -657,14 +656,13 @@ static char *st_build_header(const char *path, const clef_st_entry *e, int n,
         json_object_set_new(jt, "dtype",
                             json_string(st_dtype_name(e[i].dtype)));
         json_object_set_new(jt, "shape", js);
-        json_object_set_new(jt, "data_offsets",
-                            json_pack("[I,I]", (json_int_t)off,
-                                      (json_int_t)(off + nbytes)));
+        json_object_set_new(
+            jt, "data_offsets",
+            json_pack("[I,I]", (json_int_t)off, (json_int_t)(off + nbytes)));
         if (json_object_set_new(root, e[i].name, jt) != 0) {
             char field[160];
             snprintf(field, sizeof(field), "tensor %s", e[i].name);
-            clef_err_input(err, path, NULL, field,
-                           "name is not valid UTF-8");
+            clef_err_input(err, path, NULL, field, "name is not valid UTF-8");
             goto fail;
         }
         off += nbytes;

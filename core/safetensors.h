@@ -55,8 +55,8 @@ int clef_st_open(const char *path, clef_st_file *f, clef_err *err);
 // The same, and the SHA-256 of the bytes read must equal sha256 (hex; NULL:
 // unchecked): the bytes parsed are the bytes hashed. field names the digest
 // in errors ("shards[0].sha256").
-int clef_st_open_pinned(const char *path, const char *sha256,
-                        const char *field, clef_st_file *f, clef_err *err);
+int clef_st_open_pinned(const char *path, const char *sha256, const char *field,
+                        clef_st_file *f, clef_err *err);
 void clef_st_close(clef_st_file *f);
 const clef_st_tensor *clef_st_find(const clef_st_file *f, const char *name);
 const char *clef_st_meta_get(const clef_st_file *f, const char *key);
@@ -64,8 +64,8 @@ const char *clef_st_meta_get(const clef_st_file *f, const char *key);
 // Converts a float tensor (F32/F16/BF16/F64) to float32 into out (numel).
 // Fails (naming file and tensor) on a non-float dtype or, if require_finite,
 // on a NaN or Inf.
-int clef_st_read_f32(const clef_st_file *f, const clef_st_tensor *t,
-                     float *out, int require_finite, clef_err *err);
+int clef_st_read_f32(const clef_st_file *f, const clef_st_tensor *t, float *out,
+                     int require_finite, clef_err *err);
 // Converts an integer tensor (I32/I64) to int32 (values must fit).
 int clef_st_read_i32(const clef_st_file *f, const clef_st_tensor *t,
                      int32_t *out, clef_err *err);

@@ -28,8 +28,7 @@ int clef_sha256_hex(const void *buf, size_t n, char hex[CLEF_SHA256_HEX])
     return 0;
 }
 
-int clef_sha256_file(const char *path, char hex[CLEF_SHA256_HEX],
-                     clef_err *err)
+int clef_sha256_file(const char *path, char hex[CLEF_SHA256_HEX], clef_err *err)
 {
     uint8_t *bytes = NULL;
     size_t n = 0;

@@ -43,8 +43,8 @@ char *clef_config_to_json(const clef_config *c)
 
 // Reads one positive integer key of the "head" object; absent keys leave
 // *out unchanged.
-static int config_key(const char *path, json_t *obj, const char *key,
-                      int *out, clef_err *err)
+static int config_key(const char *path, json_t *obj, const char *key, int *out,
+                      clef_err *err)
 {
     json_t *j = json_object_get(obj, key);
     if (!j)
@@ -234,8 +234,7 @@ static int read_set(const clef_st_file *f, const clef_head *hd,
         rc = check_tensor(f, &hd->tensors[i], name, &found[i], err);
     }
     for (int i = 0; i < hd->ntensors && !rc; i++)
-        rc = clef_st_read_f32(f, found[i], dst + hd->tensors[i].offset, 1,
-                              err);
+        rc = clef_st_read_f32(f, found[i], dst + hd->tensors[i].offset, 1, err);
     free(found);
     return rc;
 }
@@ -476,8 +475,7 @@ int clef_checkpoint_load(const char *path, clef_head *hd, clef_err *err)
     return rc;
 }
 
-int clef_checkpoint_read(const clef_st_file *f, clef_head *hd,
-                         clef_err *err)
+int clef_checkpoint_read(const clef_st_file *f, clef_head *hd, clef_err *err)
 {
     const char *path = f->path;
     int rc = 0;
@@ -535,9 +533,8 @@ int clef_checkpoint_matches(const char *path, const clef_head *hd,
     long step = 0;
     clef_config c;
     float *buf = NULL;
-    if (!is_checkpoint(&f) || parse_step(&f, &step, err) ||
-        step != hd->step || config_of_file(&f, hd->cfg.h, &c, err) ||
-        !config_equal(&c, &hd->cfg))
+    if (!is_checkpoint(&f) || parse_step(&f, &step, err) || step != hd->step ||
+        config_of_file(&f, hd->cfg.h, &c, err) || !config_equal(&c, &hd->cfg))
         goto out;
     size_t maxn = 1;
     for (int i = 0; i < hd->ntensors; i++)

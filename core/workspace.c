@@ -34,7 +34,10 @@ static size_t max3(size_t a, size_t b, size_t c)
     return m > c ? m : c;
 }
 
-int clef_ws_prepacks(const clef_config *c) { return c->w >= 64; }
+int clef_ws_prepacks(const clef_config *c)
+{
+    return c->w >= 64;
+}
 
 static void carve(clef_ws *ws, arena *a)
 {
@@ -201,9 +204,8 @@ clef_ws *clef_ws_create_limits(const clef_config *c, const clef_ws_limits *l)
     const char *pe = getenv("CLEF_PREPACK");
     ws->prepack_off = pe && !strcmp(pe, "0");
     if (!ws->pk_nt_off || !ws->pk_nn_off || !ws->pk_a_off || !ws->xrec ||
-        !ws->xrec16 ||
-        !ws->route || !ws->field || !ws->owner || !ws->t_off || !ws->q_off ||
-        !ws->o_off || !ws->ot_off || !ws->qt_off || !ws->qq_off ||
+        !ws->xrec16 || !ws->route || !ws->field || !ws->owner || !ws->t_off ||
+        !ws->q_off || !ws->o_off || !ws->ot_off || !ws->qt_off || !ws->qq_off ||
         !ws->qrec || !ws->qtype || !ws->is_score || !ws->opt_off)
         goto fail;
     arena sizing = {NULL, 0};
@@ -223,8 +225,12 @@ fail:
 clef_ws *clef_ws_create(const clef_config *c, int Tmax, int Qmax, int Omax)
 {
     clef_ws_limits l = {
-        .B = 1, .T = Tmax, .Q = Qmax, .O = Omax,
-        .OT = (size_t)Omax * Tmax, .QT = (size_t)Qmax * Tmax,
+        .B = 1,
+        .T = Tmax,
+        .Q = Qmax,
+        .O = Omax,
+        .OT = (size_t)Omax * Tmax,
+        .QT = (size_t)Qmax * Tmax,
         .QQ = (size_t)Qmax * Qmax,
     };
     return clef_ws_create_limits(c, &l);
@@ -281,7 +287,10 @@ int clef_ws_set_memory_attention(clef_ws *ws, const char *mode)
     return 0;
 }
 
-void clef_ws_set_prepack(clef_ws *ws, int on) { ws->prepack_off = !on; }
+void clef_ws_set_prepack(clef_ws *ws, int on)
+{
+    ws->prepack_off = !on;
+}
 
 void clef_ws_set_dropout(clef_ws *ws, double p, uint64_t seed, long step,
                          int rec0)

@@ -54,8 +54,9 @@ static void detect_isa(clef_cpu *c)
     int f16c = (cx >> 29) & 1;
     int avx = (cx >> 28) & 1;
     uint64_t xcr0 = osxsave ? read_xcr0() : 0;
-    c->os_ymm = avx && (xcr0 & 0x6) == 0x6;              // SSE + AVX state
-    c->os_zmm = c->os_ymm && (xcr0 & 0xe0) == 0xe0;      // opmask, ZMM_Hi256, Hi16_ZMM
+    c->os_ymm = avx && (xcr0 & 0x6) == 0x6; // SSE + AVX state
+    c->os_zmm =
+        c->os_ymm && (xcr0 & 0xe0) == 0xe0; // opmask, ZMM_Hi256, Hi16_ZMM
 
     if (max_leaf >= 7) {
         __cpuid_count(7, 0, a, b, cx, d);
@@ -79,8 +80,8 @@ static void detect_isa(clef_cpu *c)
     if (a >= 0x80000004) {
         unsigned r[12];
         for (unsigned i = 0; i < 3; i++)
-            __get_cpuid(0x80000002 + i, &r[4 * i], &r[4 * i + 1],
-                        &r[4 * i + 2], &r[4 * i + 3]);
+            __get_cpuid(0x80000002 + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2],
+                        &r[4 * i + 3]);
         char brand[49];
         memcpy(brand, r, 48);
         brand[48] = 0;
@@ -138,7 +139,10 @@ static void detect_amx(clef_cpu *c)
 #endif
 }
 #else
-static void detect_isa(clef_cpu *c) { (void)c; }
+static void detect_isa(clef_cpu *c)
+{
+    (void)c;
+}
 static void detect_amx(clef_cpu *c)
 {
     snprintf(c->amx_why, sizeof c->amx_why, "not an x86-64 CPU");
@@ -176,7 +180,10 @@ cleanup:
 }
 #else
 // Without hwloc: topology and caches unknown (0); clef_cpu_l1d/l2 default.
-static void detect_topology(clef_cpu *c) { (void)c; }
+static void detect_topology(clef_cpu *c)
+{
+    (void)c;
+}
 #endif
 
 static int native_level(const clef_cpu *c)
@@ -225,7 +232,10 @@ const clef_cpu *clef_cpu_get(void)
     return &g_cpu;
 }
 
-int clef_isa_level(void) { return clef_cpu_get()->isa; }
+int clef_isa_level(void)
+{
+    return clef_cpu_get()->isa;
+}
 
 const char *clef_isa_name(int isa)
 {

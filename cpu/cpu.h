@@ -14,8 +14,9 @@
 // ISA levels, ordered: a level implies every level below it.
 enum {
     CLEF_ISA_SCALAR = 0,
-    CLEF_ISA_AVX2 = 1,   // AVX2 + FMA + F16C, ymm state enabled by the OS
-    CLEF_ISA_AVX512 = 2, // AVX-512 F/BW/DQ/VL + the AVX2 level, zmm + opmask state
+    CLEF_ISA_AVX2 = 1, // AVX2 + FMA + F16C, ymm state enabled by the OS
+    CLEF_ISA_AVX512 =
+        2, // AVX-512 F/BW/DQ/VL + the AVX2 level, zmm + opmask state
     CLEF_ISA_AVX512_BF16 = 3, // + AVX512-BF16 (vdpbf16ps)
     // + AMX-TILE and AMX-BF16, tile state enabled by the OS (XCR0 bits 17-18)
     // and granted to this process (arch_prctl ARCH_REQ_XCOMP_PERM)
@@ -36,8 +37,8 @@ typedef struct clef_cpu {
     // process (requested once, during detection); else amx_why says why
     int amx;
     char amx_why[96];
-    int isa_native;     // best level the CPU + OS can run
-    int isa;            // after the CLEF_MAX_ISA cap
+    int isa_native; // best level the CPU + OS can run
+    int isa;        // after the CLEF_MAX_ISA cap
     // topology (hwloc; 0 when unknown)
     int packages, cores, pus, cpu_kinds;
     // caches in bytes, per core (L1d, L2) or per package (L3). L3 is reported

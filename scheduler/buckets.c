@@ -10,8 +10,8 @@ static int same_questions(const clef_geometry *a, const clef_geometry *b)
 }
 
 typedef struct item {
-    int idx;  // record
-    int cls;  // question class: first record with the same Q and options
+    int idx; // record
+    int cls; // question class: first record with the same Q and options
     int T;
 } item;
 
@@ -26,12 +26,11 @@ static int by_class_then_T(const void *pa, const void *pb)
 }
 
 int clef_buckets_assign(const clef_geometry *g, int n, const int *use,
-                        double max_waste, int *bucket_of,
-                        clef_bucket_stats *st)
+                        double max_waste, int *bucket_of, clef_bucket_stats *st)
 {
     memset(st, 0, sizeof(*st));
     item *it = malloc(sizeof(item) * (n > 0 ? n : 1));
-    int *raw = malloc(sizeof(int) * (n > 0 ? n : 1));  // group per record
+    int *raw = malloc(sizeof(int) * (n > 0 ? n : 1)); // group per record
     int *rename = malloc(sizeof(int) * (n > 0 ? n : 1));
     if (!it || !raw || !rename) {
         free(it);

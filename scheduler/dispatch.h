@@ -24,8 +24,8 @@ typedef struct clef_shape {
 } clef_shape;
 
 typedef struct clef_candidate {
-    const char *name; // "clef_f32_gemm_nt_14x32__avx512"
-    int isa;          // CLEF_ISA_* it needs
+    const char *name;    // "clef_f32_gemm_nt_14x32__avx512"
+    int isa;             // CLEF_ISA_* it needs
     const char *backend; // "avx512", "avx2", "scalar"
     void (*fn)(void);    // cast to the op's type (kernels.h)
     // NULL = every shape; shape NULL asks "every shape?"

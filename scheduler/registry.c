@@ -27,9 +27,15 @@ const char *clef_need_neon(void)
 {
     return getauxval(AT_HWCAP) & HWCAP_ASIMD ? NULL : "cpu lacks asimd";
 }
-#define CLEF_NEON_ENTRY {"neon", &clef_neon_kernels, clef_need_neon}
+#define CLEF_NEON_ENTRY                                                        \
+    {                                                                          \
+        "neon", &clef_neon_kernels, clef_need_neon                             \
+    }
 #else
-#define CLEF_NEON_ENTRY {"neon", NULL, NULL} // arm64 builds only
+#define CLEF_NEON_ENTRY                                                        \
+    {                                                                          \
+        "neon", NULL, NULL                                                     \
+    } // arm64 builds only
 #endif
 
 const char *clef_need_avx2(void)
@@ -130,7 +136,10 @@ static void compose_x86(clef_kernels *t, const char *tag)
 
 #define X86_READY(name, table, tag, need)                                      \
     static pthread_once_t g_##name##_once = PTHREAD_ONCE_INIT;                 \
-    static void name##_compose(void) { compose_x86(&table, tag); }             \
+    static void name##_compose(void)                                           \
+    {                                                                          \
+        compose_x86(&table, tag);                                              \
+    }                                                                          \
     static const char *name##_ready(void)                                      \
     {                                                                          \
         const char *why = need();                                              \
@@ -204,7 +213,8 @@ static const clef_backend g_backends[] = {
     {"onednn", NULL, NULL},
     {"blis", NULL, NULL},
 #endif
-    {"auto", &clef_auto_table, clef_auto_unavailable}, // per op: scheduler/tune.h
+    {"auto", &clef_auto_table,
+     clef_auto_unavailable}, // per op: scheduler/tune.h
 };
 
 int clef_backend_count(void)

@@ -22,8 +22,15 @@ static int env_count(const char *name)
 
 #ifndef CLEF_HAVE_HWLOC
 // Without hwloc: every processor OpenMP sees counts, and threads are not bound.
-static int physical_cores(void) { return omp_get_num_procs(); }
-static void bind_threads(int n, int first) { (void)n; (void)first; }
+static int physical_cores(void)
+{
+    return omp_get_num_procs();
+}
+static void bind_threads(int n, int first)
+{
+    (void)n;
+    (void)first;
+}
 #else
 static int physical_cores(void)
 {
@@ -61,7 +68,6 @@ int clef_threads_resolve(int requested, const char **source)
     return n;
 }
 
-
 #ifdef CLEF_HAVE_HWLOC
 // Binds OpenMP thread i of a team of n to physical core first + i.
 static void bind_threads(int n, int first)
@@ -78,21 +84,26 @@ static void bind_threads(int n, int first)
 #pragma omp parallel num_threads(n) reduction(+ : failed)
     {
         int i = omp_get_thread_num();
-        hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE,
-                                                 (first + i) % cores);
-        if (!core || hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD))
+        hwloc_obj_t core =
+            hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (first + i) % cores);
+        if (!core ||
+            hwloc_set_cpubind(topo, core->cpuset, HWLOC_CPUBIND_THREAD))
             failed++;
     }
     if (clef_verbose())
-        fprintf(stderr, "clef: %d threads bound to physical cores %d.. of %d%s\n",
-                n, first % cores, cores,
+        fprintf(stderr,
+                "clef: %d threads bound to physical cores %d.. of %d%s\n", n,
+                first % cores, cores,
                 failed ? " (binding refused for some threads)" : "");
 out:
     hwloc_topology_destroy(topo);
 }
 #endif
 
-int clef_threads_setup(int requested) { return clef_threads_setup_at(requested, 0); }
+int clef_threads_setup(int requested)
+{
+    return clef_threads_setup_at(requested, 0);
+}
 
 int clef_threads_setup_at(int requested, int first_core)
 {

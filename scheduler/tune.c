@@ -156,7 +156,7 @@ clef_shape_class clef_shape_class_of(clef_op op, double work)
     double small = 16384.0, medium = 1048576.0; // 2^14, 2^20 elements
     if (clef_op_work_is_flops(op))
         small = 2097152.0, medium = 1073741824.0; // 2^21, 2^30 flops
-    return work < small ? CLEF_CLASS_SMALL
+    return work < small    ? CLEF_CLASS_SMALL
            : work < medium ? CLEF_CLASS_MEDIUM
                            : CLEF_CLASS_LARGE;
 }
@@ -210,14 +210,16 @@ int clef_tune_load(const char *path, clef_tuning *t, char *err, size_t nerr)
         return -1;
     }
     errno = ENOSYS;
-    return fail(err, nerr, path, "(file)", "built without jansson (CLEF_MINIMAL)");
+    return fail(err, nerr, path, "(file)",
+                "built without jansson (CLEF_MINIMAL)");
 }
 
 int clef_tune_save(const char *path, const clef_tuning *t, char *err,
                    size_t nerr)
 {
     errno = ENOSYS;
-    return fail(err, nerr, path, "(file)", "built without jansson (CLEF_MINIMAL)");
+    return fail(err, nerr, path, "(file)",
+                "built without jansson (CLEF_MINIMAL)");
 }
 #else
 static int get_string(json_t *o, const char *key, char *dst, size_t n)
@@ -280,7 +282,7 @@ static int load_doc(json_t *root, const char *path, clef_tuning *t, char *err,
         return fail(err, nerr, path, "choices", "must be an object");
     const char *opname;
     json_t *per_op;
-    json_object_foreach(ch, opname, per_op) {
+    json_object_foreach (ch, opname, per_op) {
         char f[96];
         int op = -1;
         for (int i = 0; i < CLEF_OP_COUNT; i++)
@@ -293,7 +295,7 @@ static int load_doc(json_t *root, const char *path, clef_tuning *t, char *err,
             return fail(err, nerr, path, f, "must be an object");
         const char *cname;
         json_t *v;
-        json_object_foreach(per_op, cname, v) {
+        json_object_foreach (per_op, cname, v) {
             snprintf(f, sizeof f, "choices.%s.%.20s", opname, cname);
             int c = clef_shape_class_parse(cname);
             if (c < 0)
@@ -425,7 +427,7 @@ static void (*pick(clef_op op, double work))(void)
 #define TRAMPOLINE(op, sig, unit, work)                                        \
     static void t_##op CLEF_SIG_##sig                                          \
     {                                                                          \
-        ((clef_##sig##_fn)pick(CLEF_OP_##op, (double)(work)))CLEF_ARGS_##sig;  \
+        ((clef_##sig##_fn)pick(CLEF_OP_##op, (double)(work))) CLEF_ARGS_##sig; \
     }
 CLEF_OPS(TRAMPOLINE)
 #undef TRAMPOLINE
@@ -439,9 +441,8 @@ static void (*const g_tramp[CLEF_OP_COUNT])(void) = {
 // ---- auto: choosing ----
 // Built-in preference, best first.
 // The bf16 GEMM backends come first: they have nothing but the bf16 GEMMs.
-static const char *const g_builtin[] = {"amx",  "avx512_bf16", "avx512",
-                                        "onednn", "avx2",      "blis",
-                                        "scalar"};
+static const char *const g_builtin[] = {
+    "amx", "avx512_bf16", "avx512", "onednn", "avx2", "blis", "scalar"};
 #define NBUILTIN (sizeof g_builtin / sizeof g_builtin[0])
 // The large class of the bf16 GEMMs: oneDNN's bf16 matmul before the
 // AVX512-BF16 kernel (faster on every large head shape measured on CPUs
@@ -534,17 +535,17 @@ static void choose_builtin(clef_op op, int cls, clef_auto_choice *ch,
         }
         if (strcmp(why, "no kernel of its own for this op") != 0 &&
             used < sizeof skipped)
-            used += (size_t)snprintf(skipped + used, sizeof skipped - used,
-                                     "%s%s (%s)", used ? ", " : "",
-                                     order[i], why);
+            used +=
+                (size_t)snprintf(skipped + used, sizeof skipped - used,
+                                 "%s%s (%s)", used ? ", " : "", order[i], why);
     }
     ch->backend = clef_backend_find("scalar");
     ch->source = CLEF_SRC_BUILTIN;
     snprintf(ch->why, sizeof ch->why, "%sbuilt-in order (last resort)", pre);
 }
 
-static void choose(const clef_tuning *t, const char *tname, clef_op op,
-                   int cls, clef_auto_choice *ch, const clef_auto_facts *f)
+static void choose(const clef_tuning *t, const char *tname, clef_op op, int cls,
+                   clef_auto_choice *ch, const clef_auto_facts *f)
 {
     char pre[140] = "";
     if (t) {
@@ -588,8 +589,9 @@ static const clef_tuning *load_for_auto(const char *tune_path, clef_tuning *t,
     if (!tune_path) {
         if (clef_tune_default_path(path, sizeof path) != 0) {
             if (clef_verbose())
-                fprintf(stderr, "clef: auto: no cache directory "
-                                "(XDG_CACHE_HOME, HOME unset): built-in order\n");
+                fprintf(stderr,
+                        "clef: auto: no cache directory "
+                        "(XDG_CACHE_HOME, HOME unset): built-in order\n");
             return NULL;
         }
         tune_path = path;
@@ -598,10 +600,11 @@ static const clef_tuning *load_for_auto(const char *tune_path, clef_tuning *t,
     if (clef_tune_load(tune_path, t, err, sizeof err) != 0) {
         if (errno == ENOENT) {
             if (clef_verbose())
-                fprintf(stderr,
-                        "clef: auto: no tuning file %s (run clef-bench --tune): "
-                        "built-in order\n",
-                        tune_path);
+                fprintf(
+                    stderr,
+                    "clef: auto: no tuning file %s (run clef-bench --tune): "
+                    "built-in order\n",
+                    tune_path);
         } else {
             fprintf(stderr, "clef: auto: tuning file ignored: %s\n", err);
         }
@@ -670,8 +673,8 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
             if (verbose)
                 fprintf(stderr, "clef: auto: %-16s %-6s -> %-7s %-32s (%s)\n",
                         clef_op_names[op], g_class_names[c],
-                        ch[c].backend->name,
-                        ch[c].backend->table->names[op], ch[c].why);
+                        ch[c].backend->name, ch[c].backend->table->names[op],
+                        ch[c].why);
         }
         if (!mixed) {
             clef_kernels_set(out, (clef_op)op, s->fn[op][0]);
@@ -702,8 +705,7 @@ int clef_auto_build(clef_kernels *out, const char *tune_path,
 #define SCALAR_NAME(op, sig, unit, work) [CLEF_OP_##op] = CLEF_SSTR(op, unit),
 clef_kernels clef_auto_table = {
     .backend = "auto",
-    CLEF_OPS(SCALAR)
-    .names = {CLEF_OPS(SCALAR_NAME)},
+    CLEF_OPS(SCALAR).names = {CLEF_OPS(SCALAR_NAME)},
 };
 #undef SCALAR
 #undef SCALAR_NAME
@@ -719,7 +721,7 @@ static void auto_resolve(void)
     // field by field: a reader never sees a torn or NULL entry
     for (int op = 0; op < CLEF_OP_COUNT; op++) {
         clef_kernels_set(&clef_auto_table, (clef_op)op,
-               clef_kernels_get(&k, (clef_op)op));
+                         clef_kernels_get(&k, (clef_op)op));
         clef_auto_table.names[op] = k.names[op];
     }
     clef_auto_table.prepack = k.prepack;

@@ -118,8 +118,9 @@ typedef struct clef_auto_choice {
 // "": no tuning file. A tuning file that cannot be read is reported on stderr
 // and ignored. choices, if not NULL, receives the choice per op and class.
 // Returns 0; -1 only when no backend at all can run (never on x86-64).
-int clef_auto_kernels(clef_kernels *out, const char *tune_path,
-                      clef_auto_choice choices[CLEF_OP_COUNT][CLEF_CLASS_COUNT]);
+int clef_auto_kernels(
+    clef_kernels *out, const char *tune_path,
+    clef_auto_choice choices[CLEF_OP_COUNT][CLEF_CLASS_COUNT]);
 
 // What auto's rules depend on besides the registry, detected by
 // clef_auto_kernels(); tests pass their own to clef_auto_build() (a generic

@@ -64,8 +64,8 @@ double clef_ref_head_loss_trace(const clef_head *hd, const double *params,
 // hidden_norm does real work. Every question has a target. r is overwritten;
 // free with clef_record_free. Not prepared: call clef_record_prepare.
 void clef_test_random_record(clef_record *r, int T, int d, int Q,
-                             const int *qtype, const int *nopt,
-                             const int *soft, int V, uint64_t *rng);
+                             const int *qtype, const int *nopt, const int *soft,
+                             int V, uint64_t *rng);
 
 // A head and a batch of random records for the batch and thread tests: the
 // head drawn from seed and moved off its init values (every gradient

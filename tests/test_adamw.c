@@ -17,8 +17,8 @@
 #define STEPS 6
 
 typedef struct adam_ref {
-    double *th, *m, *v, *mabs;    // state, and the Σ-weighted |g| of m
-    double *bth, *bm, *bv;        // error bounds
+    double *th, *m, *v, *mabs; // state, and the Σ-weighted |g| of m
+    double *bth, *bm, *bv;     // error bounds
 } adam_ref;
 
 static void adamw_ref_step(size_t n, adam_ref *r, const float *g,
@@ -59,8 +59,11 @@ static bool adamw_case(size_t n, float lr, float decay, uint64_t *rng)
         clef_test_fill_normal(g, n, 0.0f, 0.1f, rng);
         for (size_t i = 0; i < n; i += 5)
             g[i] = 0.0f; // zero gradients: decay only, m and v decay
-        clef_adamw_args a = {.lr = lr, .beta1 = 0.9f, .beta2 = 0.999f,
-                             .eps = 1e-8f, .decay = decay};
+        clef_adamw_args a = {.lr = lr,
+                             .beta1 = 0.9f,
+                             .beta2 = 0.999f,
+                             .eps = 1e-8f,
+                             .decay = decay};
         // the caller's scalars, in double and rounded (HEAD.md §8, kernels.h)
         a.step_size = (float)((double)a.lr / (1.0 - pow(a.beta1, t)));
         a.bc2_sqrt = (float)sqrt(1.0 - pow(a.beta2, t));
@@ -100,8 +103,11 @@ Test(adamw, zero_gradient_is_pure_decay)
     float th[4] = {1.0f, -2.0f, 0.5f, 3.0f}, g[4] = {0}, m[4] = {0}, v[4] = {0};
     float th0[4];
     clef_test_fcopy(th0, th, 4);
-    clef_adamw_args a = {.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f,
-                         .eps = 1e-8f, .decay = 0.0f};
+    clef_adamw_args a = {.lr = 1e-2f,
+                         .beta1 = 0.9f,
+                         .beta2 = 0.999f,
+                         .eps = 1e-8f,
+                         .decay = 0.0f};
     a.step_size = (float)((double)a.lr / (1.0 - (double)a.beta1));
     a.bc2_sqrt = (float)sqrt(1.0 - (double)a.beta2);
     clef_scalar_kernels.adamw(4, th, g, m, v, &a);

@@ -56,7 +56,8 @@ static void check(const char *backend, const clef_config *cfg, int decay_all)
         clef_adamw_step(be->table, &a, &o);
         reference_step(be->table, &b, &o);
         cr_assert_eq(memcmp(a.params, b.params, sizeof(float) * a.nparams), 0,
-                     "%s, step %d: parameters differ from per-tensor calls", backend, s);
+                     "%s, step %d: parameters differ from per-tensor calls",
+                     backend, s);
         cr_assert_eq(memcmp(a.m, b.m, sizeof(float) * 2 * a.nparams), 0,
                      "%s, step %d: moments differ", backend, s);
     }
@@ -64,9 +65,11 @@ static void check(const char *backend, const clef_config *cfg, int decay_all)
     clef_head_free(&b);
 }
 
-static const clef_config tiny = {.d = 8, .w = 8, .h = 2, .f = 16, .R = 2, .L = 4};
+static const clef_config tiny = {
+    .d = 8, .w = 8, .h = 2, .f = 16, .R = 2, .L = 4};
 // runs of over 2^17 parameters: chunked across threads
-static const clef_config large = {.d = 256, .w = 192, .h = 4, .f = 384, .R = 1, .L = 2};
+static const clef_config large = {
+    .d = 256, .w = 192, .h = 4, .f = 384, .R = 1, .L = 2};
 
 Test(adamw_step, equals_per_tensor_calls_scalar)
 {

@@ -22,14 +22,15 @@
 typedef struct attn_case {
     int nq, nk, heads, dh, hd; // hd = heads·dh
     int ldq, ldk, ldv, ldo;
-    float *Q, *K, *V, *A, *O, *w;     // w (nq, hd): the objective's weights
+    float *Q, *K, *V, *A, *O, *w;        // w (nq, hd): the objective's weights
     double *Qd, *Kd, *Vd, *Ad, *Od, *wd; // packed, ld hd
-    double *Smag;                     // (heads, nq, nk) Σ|q k| / √dh
+    double *Smag;                        // (heads, nq, nk) Σ|q k| / √dh
 } attn_case;
 
 static attn_case attn_alloc(int nq, int nk, int heads, int dh, uint64_t *rng)
 {
-    attn_case c = {.nq = nq, .nk = nk, .heads = heads, .dh = dh, .hd = heads * dh};
+    attn_case c = {
+        .nq = nq, .nk = nk, .heads = heads, .dh = dh, .hd = heads * dh};
     c.ldq = c.hd + 1, c.ldk = c.hd + 3, c.ldv = c.hd + 2, c.ldo = c.hd + 5;
     c.Q = clef_test_falloc((size_t)nq * c.ldq);
     c.K = clef_test_falloc((size_t)nk * c.ldk);
@@ -133,7 +134,8 @@ static bool attn_forward_ok(attn_case *c)
             for (int d = 0; d < dh && ok; d++) {
                 double m = 0.0;
                 for (int j = 0; j < nk; j++)
-                    m += c->Ad[ro + j] * fabs(c->Vd[(size_t)j * hd + h * dh + d]);
+                    m += c->Ad[ro + j] *
+                         fabs(c->Vd[(size_t)j * hd + h * dh + d]);
                 bO[d] = m * (relA + (nk + 2) * CLEF_TEST_EPS);
                 wO[d] = c->Od[(size_t)i * hd + h * dh + d];
                 orow[d] = c->O[(size_t)i * c->ldo + h * dh + d];
@@ -146,7 +148,8 @@ static bool attn_forward_ok(attn_case *c)
     for (int i = 0; i < nq && ok; i++)
         for (int e = hd; e < c->ldo; e++)
             if (c->O[(size_t)i * c->ldo + e] != SENTINEL) {
-                fprintf(stderr, "attention_fwd wrote O padding (%d, %d)\n", i, e);
+                fprintf(stderr, "attention_fwd wrote O padding (%d, %d)\n", i,
+                        e);
                 ok = false;
             }
     free(bA), free(orow), free(bO), free(wO);
@@ -191,7 +194,8 @@ static bool attn_backward_ok(attn_case *c)
     int nq = c->nq, nk = c->nk, heads = c->heads, dh = c->dh, hd = c->hd;
     // dO (nq, hd) = w with its own padded ld; gradients padded like inputs
     int lddo = hd + 4, lddq = hd + 2, lddk = hd + 1, lddv = hd + 3;
-    size_t sq = (size_t)nq * lddq, sk = (size_t)nk * lddk, sv = (size_t)nk * lddv;
+    size_t sq = (size_t)nq * lddq, sk = (size_t)nk * lddk,
+           sv = (size_t)nk * lddv;
     float *dO = clef_test_falloc((size_t)nq * lddo);
     for (int i = 0; i < nq; i++)
         for (int e = 0; e < lddo; e++)
@@ -248,7 +252,8 @@ static bool attn_backward_ok(attn_case *c)
                clef_test_accumulated(pk, dK, ak, sk) &&
                clef_test_accumulated(pv, dV, av, sv);
     if (!acc)
-        fprintf(stderr, "attention_bwd: does not accumulate (or wrote padding)\n");
+        fprintf(stderr,
+                "attention_bwd: does not accumulate (or wrote padding)\n");
 
     free(dO), free(dQ), free(dK), free(dV), free(scratch);
     free(fq), free(fk), free(fv), free(gq), free(gk), free(gv);
@@ -259,8 +264,8 @@ static bool attn_backward_ok(attn_case *c)
 Test(attention, backward_fd_and_accumulates)
 {
     static const int shapes[][4] = {
-        {1, 1, 1, 1},  {1, 7, 2, 3},   {3, 1, 1, 4},   {2, 3, 3, 2},
-        {7, 13, 2, 3}, {13, 7, 3, 2},  {17, 17, 2, 8}, {2, 33, 1, 5},
+        {1, 1, 1, 1},  {1, 7, 2, 3},    {3, 1, 1, 4},   {2, 3, 3, 2},
+        {7, 13, 2, 3}, {13, 7, 3, 2},   {17, 17, 2, 8}, {2, 33, 1, 5},
         {33, 3, 2, 1}, {31, 13, 1, 16},
     };
     uint64_t rng = 62;

@@ -37,11 +37,21 @@ static const int big_T[NREC] = {300, 257, 64, 17, 200};
 static void fixture_init_size(fixture *f, uint64_t seed, int big)
 {
     const clef_config cfg =
-        big ? (clef_config){.d = 1300, .w = 256, .h = 4, .f = 200, .R = 1, .L = 1}
+        big ? (clef_config){.d = 1300,
+                            .w = 256,
+                            .h = 4,
+                            .f = 200,
+                            .R = 1,
+                            .L = 1}
             : (clef_config){.d = 6, .w = 8, .h = 2, .f = 12, .R = 2, .L = 2};
-    const clef_test_batch_spec spec = {
-        .n = NREC, .V = 11, .T = big ? big_T : rec_T, .Q = rec_Q,
-        .types = rec_types, .nopt = rec_nopt, .rng_mul = 7919, .rng_add = 1};
+    const clef_test_batch_spec spec = {.n = NREC,
+                                       .V = 11,
+                                       .T = big ? big_T : rec_T,
+                                       .Q = rec_Q,
+                                       .types = rec_types,
+                                       .nopt = rec_nopt,
+                                       .rng_mul = 7919,
+                                       .rng_add = 1};
     clef_test_batch_init(f, &cfg, seed, &spec);
 }
 
@@ -50,7 +60,10 @@ static void fixture_init(fixture *f, uint64_t seed)
     fixture_init_size(f, seed, 0);
 }
 
-static void fixture_free(fixture *f) { clef_test_batch_free(f); }
+static void fixture_free(fixture *f)
+{
+    clef_test_batch_free(f);
+}
 
 // A workspace for batches of up to B of f's records, memory attentions in
 // `mode` ("auto", "project" or "absorb"), the memory backward's D in as
@@ -65,7 +78,6 @@ static clef_ws *fixture_ws(const fixture *f, int B, const char *mode)
     clef_ws_set_d_block_flops(ws, 1.0);
     return ws;
 }
-
 
 // |a − b| ≤ 1e-5 · max(|b|, scale) element by element.
 static void expect_close_rel(const char *what, const float *a, const float *b,
@@ -134,15 +146,18 @@ static void packed_update_equals_sub_batches(const char *mode)
     cr_assert(big && one);
     cr_assert_eq(clef_ws_set_memory_attention(big, mode), 0);
     cr_assert_eq(clef_ws_set_memory_attention(one, mode), 0);
-    double la = clef_train_step(&clef_scalar_kernels, &a.hd, a.ptr, NREC, big, &o);
-    double lb = clef_train_step(&clef_scalar_kernels, &b.hd, b.ptr, NREC, one, &o);
+    double la =
+        clef_train_step(&clef_scalar_kernels, &a.hd, a.ptr, NREC, big, &o);
+    double lb =
+        clef_train_step(&clef_scalar_kernels, &b.hd, b.ptr, NREC, one, &o);
     cr_expect(fabs(la - lb) <= 1e-5 * fabs(lb), "loss %.9g vs %.9g", la, lb);
     // Packed and sequential sums add the records' contributions in another
     // order: the difference is a few FLT_EPSILON of the magnitudes summed,
     // which are of the order of the largest gradient, so small gradients are
     // compared against 1e-2 of it.
     double gscale = clef_test_max_abs(b.hd.grads, b.hd.nparams);
-    expect_close_rel("grad", a.hd.grads, b.hd.grads, a.hd.nparams, 1e-2 * gscale);
+    expect_close_rel("grad", a.hd.grads, b.hd.grads, a.hd.nparams,
+                     1e-2 * gscale);
     expect_close_rel("param", a.hd.params, b.hd.params, a.hd.nparams, 1e-3);
     clef_ws_free(big);
     clef_ws_free(one);
@@ -231,7 +246,8 @@ static void check_thread_invariance_mode(const char *backend, const char *mode)
         float *w = train_with_threads(kb, counts[c], 6, big, mode);
         cr_expect_eq(memcmp(ref, w, sizeof(float) * n), 0,
                      "%s (%s): weights after 6 updates differ between 1 and %d "
-                     "threads", backend, mode, counts[c]);
+                     "threads",
+                     backend, mode, counts[c]);
         free(w);
     }
     free(ref);
@@ -289,7 +305,8 @@ Test(batch, update_flops_follow_the_memory_attention_form)
     const double nq[2] = {O, Q}, layers[2] = {f.cfg.R, f.cfg.L};
     for (int i = 0; i < 2; i++) {
         proj += layers[i] * 3 * (2 * T * 2 * w * w + 2 * nq[i] * T * w * 2);
-        abs_ += layers[i] * 3 * (2 * nq[i] * w * w * 2 + 2 * h * nq[i] * T * w * 2);
+        abs_ +=
+            layers[i] * 3 * (2 * nq[i] * w * w * 2 + 2 * h * nq[i] * T * w * 2);
     }
     double fp = clef_update_flops(&f.cfg, f.ptr, 1, "project");
     double fa = clef_update_flops(&f.cfg, f.ptr, 1, "absorb");
@@ -317,7 +334,8 @@ Test(batch, gradient_clipping_follows_clip_grad_norm)
 
     // b: the gradients by hand, their norm, then clip and AdamW by hand
     const int O = a.recs[0].O + a.recs[1].O;
-    float *z = clef_test_falloc(O), *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
+    float *z = clef_test_falloc(O), *p = clef_test_falloc(O),
+          *dz = clef_test_falloc(O);
     memset(b.hd.grads, 0, sizeof(float) * b.hd.nparams);
     clef_batch_forward(k, &b.hd, b.ptr, 2, ws, z);
     clef_batch_loss(k, ws, z, &o, p, dz);
@@ -333,8 +351,10 @@ Test(batch, gradient_clipping_follows_clip_grad_norm)
     double n2 = clef_grad_norm(&b.hd);
     omp_set_num_threads(before);
     cr_expect(n1 == n2, "norm %.17g on 1 thread, %.17g on 2", n1, n2);
-    cr_expect(fabs(n1 - ref) <= 1e-12 * ref, "norm %.17g, plain sum %.17g", n1, ref);
-    cr_assert(b.hd.nparams > 3 * ((size_t)1 << 16), "one chunk only: %zu", b.hd.nparams);
+    cr_expect(fabs(n1 - ref) <= 1e-12 * ref, "norm %.17g, plain sum %.17g", n1,
+              ref);
+    cr_assert(b.hd.nparams > 3 * ((size_t)1 << 16), "one chunk only: %zu",
+              b.hd.nparams);
 
     o.max_grad_norm = 0.25 * n1; // clips: coef ≈ 0.25
     const float c = (float)(o.max_grad_norm / (n1 + 1e-6));
@@ -343,8 +363,8 @@ Test(batch, gradient_clipping_follows_clip_grad_norm)
     clef_adamw_step(k, &b.hd, &o);
 
     clef_train_step(k, &a.hd, a.ptr, 2, ws, &o);
-    cr_expect_eq(memcmp(a.hd.params, b.hd.params, sizeof(float) * a.hd.nparams), 0,
-                 "clipped update differs from grads x %.9g + AdamW", c);
+    cr_expect_eq(memcmp(a.hd.params, b.hd.params, sizeof(float) * a.hd.nparams),
+                 0, "clipped update differs from grads x %.9g + AdamW", c);
     free(z), free(p), free(dz);
     clef_ws_free(ws);
     fixture_free(&a);
@@ -380,7 +400,8 @@ static void first_pass_writes_every_owned_gradient(const char *mode, int B)
     clef_batch_counts(b.ptr, NREC, &n_q, &n_score);
     for (int r = 0; r < NREC; r++)
         O = O > b.recs[r].O ? O : b.recs[r].O;
-    float *z = clef_test_falloc(O), *p = clef_test_falloc(O), *dz = clef_test_falloc(O);
+    float *z = clef_test_falloc(O), *p = clef_test_falloc(O),
+          *dz = clef_test_falloc(O);
     memset(b.hd.grads, 0, sizeof(float) * b.hd.nparams);
     for (int r = 0; r < NREC; r++) {
         clef_batch_forward(k, &b.hd, b.ptr + r, 1, wb, z);
@@ -389,9 +410,10 @@ static void first_pass_writes_every_owned_gradient(const char *mode, int B)
     }
     clef_adamw_step(k, &b.hd, &o);
     for (size_t i = 0; i < a.hd.nparams; i++)
-        cr_assert(isfinite(a.hd.params[i]), "%s B=%d: param %zu is %g: a "
-                  "gradient the first pass owns was not written", mode, B, i,
-                  a.hd.params[i]);
+        cr_assert(isfinite(a.hd.params[i]),
+                  "%s B=%d: param %zu is %g: a "
+                  "gradient the first pass owns was not written",
+                  mode, B, i, a.hd.params[i]);
     expect_close_rel("param", a.hd.params, b.hd.params, a.hd.nparams, 1e-3);
     free(z), free(p), free(dz);
     clef_ws_free(wa);
@@ -428,8 +450,8 @@ static void adamw_beside_case(const char *backend, const char *mode, int B)
         clef_train_opts o = clef_test_train_opts();
         o.max_grad_norm = i ? 1e30 : 0; // 1: AdamW after the pass
         for (int s = 0; s < 3; s++)
-            clef_train_step(kb, &f[i].hd, f[i].ptr + (s & 1),
-                            NREC - (s & 1), ws, &o);
+            clef_train_step(kb, &f[i].hd, f[i].ptr + (s & 1), NREC - (s & 1),
+                            ws, &o);
         clef_ws_free(ws);
     }
     omp_set_num_threads(before);
@@ -506,8 +528,10 @@ static void backend_matches_scalar_pk(const char *backend, const char *mode,
         g[i] = f[i].hd.grads;
         clef_ws_free(ws);
     }
-    const double tol_z = 128 * FLT_EPSILON * fmax(clef_test_max_abs(z[0], O), 1.0);
-    const double tol_g = 128 * FLT_EPSILON * clef_test_max_abs(g[0], f[0].hd.nparams);
+    const double tol_z =
+        128 * FLT_EPSILON * fmax(clef_test_max_abs(z[0], O), 1.0);
+    const double tol_g =
+        128 * FLT_EPSILON * clef_test_max_abs(g[0], f[0].hd.nparams);
     for (int o = 0; o < O; o++)
         cr_expect(fabs((double)z[1][o] - z[0][o]) <= tol_z,
                   "%s (%s) logit %d: %.9g, scalar %.9g", backend, mode, o,
@@ -523,12 +547,15 @@ static void backend_matches_scalar_pk(const char *backend, const char *mode,
     for (int o = 0; o < O; o++)
         worst_z = fmax(worst_z, fabs((double)z[1][o] - z[0][o]));
     if (getenv("CLEF_TEST_BACKEND_REPORT"))
-        fprintf(stderr, "[batch] %s (%s): worst logit %.1f, gradient %.1f "
-                        "FLT_EPSILON of scale (allowed 128)\n", backend, mode,
-                worst_z / (tol_z / 128), worst_g / (tol_g / 128));
-    cr_expect_eq(bad, 0, "%s (%s): %zu gradients differ from scalar by more "
-                         "than %.3g; first [%zu] %.9g vs %.9g", backend, mode,
-                 bad, tol_g, first, g[1][first], g[0][first]);
+        fprintf(stderr,
+                "[batch] %s (%s): worst logit %.1f, gradient %.1f "
+                "FLT_EPSILON of scale (allowed 128)\n",
+                backend, mode, worst_z / (tol_z / 128),
+                worst_g / (tol_g / 128));
+    cr_expect_eq(bad, 0,
+                 "%s (%s): %zu gradients differ from scalar by more "
+                 "than %.3g; first [%zu] %.9g vs %.9g",
+                 backend, mode, bad, tol_g, first, g[1][first], g[0][first]);
     for (int i = 0; i < 2; i++) {
         free(z[i]);
         fixture_free(&f[i]);
@@ -617,7 +644,8 @@ static void counting_table(const char *backend, clef_gemm_prepack *spy,
                            clef_kernels *k)
 {
     const clef_kernels *kb = isa_table_or_skip(backend);
-    cr_assert(kb->prepack && kb->prepack->gemm_nt_bt, "%s: no gemm_nt_bt", backend);
+    cr_assert(kb->prepack && kb->prepack->gemm_nt_bt, "%s: no gemm_nt_bt",
+              backend);
     *spy = *kb->prepack;
     g_nt_bt = spy->gemm_nt_bt;
     spy->gemm_nt_bt = counting_nt_bt;
@@ -637,21 +665,23 @@ static void narrow_transposed_bitwise(const char *backend)
     for (int i = 0; i < 2; i++) {
         fixture_init(&f[i], 41);
         clef_ws *ws = fixture_ws(&f[i], NREC, "absorb");
-        cr_assert(!clef_ws_prepacks(&f[i].cfg), "the fixture is wide enough to pack");
+        cr_assert(!clef_ws_prepacks(&f[i].cfg),
+                  "the fixture is wide enough to pack");
         clef_ws_set_prepack(ws, i);
         z[i] = batch_pass(&k, &f[i], ws, &O);
         g[i] = f[i].hd.grads;
         clef_ws_free(ws);
         if (i == 0)
-            cr_assert_eq(g_nt_bt_calls, 0, "%s: gemm_nt_bt ran with prepacking off",
-                         backend);
+            cr_assert_eq(g_nt_bt_calls, 0,
+                         "%s: gemm_nt_bt ran with prepacking off", backend);
     }
-    cr_assert_gt(g_nt_bt_calls, 0, "%s: the transposed memories were not read", backend);
+    cr_assert_gt(g_nt_bt_calls, 0, "%s: the transposed memories were not read",
+                 backend);
     cr_expect(memcmp(z[0], z[1], sizeof(float) * O) == 0,
               "%s: logits differ with the memories transposed", backend);
     long d = clef_test_first_diff(g[0], g[1], f[0].hd.nparams);
-    cr_expect(d < 0, "%s: gradient %ld differs with the memories transposed", backend,
-              d);
+    cr_expect(d < 0, "%s: gradient %ld differs with the memories transposed",
+              backend, d);
     for (int i = 0; i < 2; i++) {
         free(z[i]);
         fixture_free(&f[i]);
@@ -743,12 +773,14 @@ static void bf16_memories_rounded_once(const char *backend, int big)
               "%s (w %d): logits differ with the memories rounded once",
               backend, f[0].cfg.w);
     long d = clef_test_first_diff(g[0], g[1], f[0].hd.nparams);
-    cr_expect(d < 0, "%s (w %d): gradient %ld differs with the memories "
-                     "rounded once", backend, f[0].cfg.w, d);
+    cr_expect(d < 0,
+              "%s (w %d): gradient %ld differs with the memories "
+              "rounded once",
+              backend, f[0].cfg.w, d);
     cr_expect_lt(converted[0], converted[1],
                  "%s (w %d): %zu elements converted with the memories rounded "
-                 "once, %zu without", backend, f[0].cfg.w, converted[0],
-                 converted[1]);
+                 "once, %zu without",
+                 backend, f[0].cfg.w, converted[0], converted[1]);
     for (int i = 0; i < 2; i++) {
         free(z[i]);
         fixture_free(&f[i]);

@@ -143,13 +143,15 @@ static void assert_verdict(const clef_bench_result *r, clef_bench_verdict v)
 Test(bench_harness, a_correct_kernel_passes_on_every_small_shape)
 {
     clef_backend b = with_gemm(gemm_nt_copy, "copy_gemm_nt");
-    const char *shapes[] = {"tiny", "fixture", "edge-1", "edge-7", "edge-17",
-                            "edge-33", "edge-65", "edge-prime", "edge-tile"};
+    const char *shapes[] = {"tiny",    "fixture",    "edge-1",
+                            "edge-7",  "edge-17",    "edge-33",
+                            "edge-65", "edge-prime", "edge-tile"};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt,
-                                  shapes[i]);
+        clef_bench_result r =
+            run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, shapes[i]);
         assert_verdict(&r, CLEF_BENCH_PASS);
-        cr_assert_eq(r.max_err_eps, 0.0, "integer-filled GEMM compares exactly");
+        cr_assert_eq(r.max_err_eps, 0.0,
+                     "integer-filled GEMM compares exactly");
         cr_assert_eq(r.tol_eps, 0.0);
     }
 }
@@ -163,8 +165,8 @@ Test(bench_harness, the_reference_is_trusted_for_every_op_at_small_shapes)
         if (strcmp(s->group, "mid") == 0 || strcmp(s->group, "released") == 0)
             continue;
         for (int op = 0; op < CLEF_OP_COUNT; op++) {
-            clef_bench_result r = run(scalar, &clef_scalar_kernels,
-                                      (clef_op)op, s->name);
+            clef_bench_result r =
+                run(scalar, &clef_scalar_kernels, (clef_op)op, s->name);
             assert_verdict(&r, CLEF_BENCH_PASS);
             cr_assert_geq(r.informative, 0.5, "%s %s", r.op, r.shape);
         }
@@ -199,8 +201,8 @@ Test(bench_harness, each_case_calls_only_its_own_kernel)
 Test(bench_harness, one_ulp_is_within_the_softmax_tolerance)
 {
     clef_backend b = with_softmax(softmax_one_ulp, "ulp_softmax_fwd");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_softmax_fwd,
-                              "fixture");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_softmax_fwd, "fixture");
     assert_verdict(&r, CLEF_BENCH_PASS);
     cr_assert_gt(r.max_err_eps, 0.0, "the perturbation must be seen");
     cr_assert_leq(r.max_err_eps, r.tol_eps);
@@ -210,7 +212,8 @@ Test(bench_harness, one_ulp_is_within_the_softmax_tolerance)
 Test(bench_harness, a_wrong_element_fails_with_mismatches_and_a_replay_line)
 {
     clef_backend b = with_gemm(gemm_nt_plus_one, "plus_one_gemm_nt");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "tiny");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "tiny");
     assert_verdict(&r, CLEF_BENCH_FAIL);
     cr_assert_eq(r.n_mismatch, 2, "one element in C and one in Cacc");
     cr_assert_eq(r.max_abs, 1.0);
@@ -228,8 +231,8 @@ Test(bench_harness, a_write_past_the_output_is_caught_by_the_sentinel)
     clef_backend b = with_gemm(gemm_nt_overrun, "overrun_gemm_nt");
     const char *shapes[] = {"tiny", "edge-1", "edge-tile"};
     for (size_t i = 0; i < 3; i++) {
-        clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt,
-                                  shapes[i]);
+        clef_bench_result r =
+            run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, shapes[i]);
         assert_verdict(&r, CLEF_BENCH_FAIL);
         cr_assert_not_null(strstr(r.reason, "wrote past the end of C"), "%s",
                            r.reason);
@@ -240,7 +243,8 @@ Test(bench_harness, a_write_past_the_output_is_caught_by_the_sentinel)
 Test(bench_harness, a_write_into_a_row_gap_is_caught)
 {
     clef_backend b = with_gemm(gemm_nt_gap, "gap_gemm_nt");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
     assert_verdict(&r, CLEF_BENCH_FAIL);
     cr_assert_not_null(strstr(r.reason, "row gap of C"), "%s", r.reason);
 }
@@ -248,7 +252,8 @@ Test(bench_harness, a_write_into_a_row_gap_is_caught)
 Test(bench_harness, a_write_into_an_input_is_caught)
 {
     clef_backend b = with_gemm(gemm_nt_writes_input, "scribble_gemm_nt");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "tiny");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "tiny");
     assert_verdict(&r, CLEF_BENCH_FAIL);
     cr_assert_not_null(strstr(r.reason, "modified input B"), "%s", r.reason);
 }
@@ -256,7 +261,8 @@ Test(bench_harness, a_write_into_an_input_is_caught)
 Test(bench_harness, a_forgotten_row_fails)
 {
     clef_backend b = with_gemm(gemm_nt_forgets_last, "tail_gemm_nt");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
     assert_verdict(&r, CLEF_BENCH_FAIL);
     // the overwritten C keeps its NaN prefill in the forgotten row
     cr_assert_not_null(strstr(r.mismatches, "got nan"), "%s", r.mismatches);
@@ -265,8 +271,8 @@ Test(bench_harness, a_forgotten_row_fails)
 Test(bench_harness, nan_must_meet_nan)
 {
     clef_backend b = with_softmax(softmax_nan, "nan_softmax_fwd");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_softmax_fwd,
-                              "fixture");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_softmax_fwd, "fixture");
     assert_verdict(&r, CLEF_BENCH_FAIL);
     cr_assert_eq(r.n_mismatch, 1);
 }
@@ -274,8 +280,8 @@ Test(bench_harness, nan_must_meet_nan)
 Test(bench_harness, an_error_beyond_tolerance_fails)
 {
     clef_backend b = with_softmax(softmax_1e3, "loose_softmax_fwd");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_softmax_fwd,
-                              "tiny");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_softmax_fwd, "tiny");
     assert_verdict(&r, CLEF_BENCH_FAIL);
     cr_assert_gt(r.max_err_eps, r.tol_eps);
 }
@@ -284,7 +290,8 @@ Test(bench_harness, a_zero_result_is_mistrusted_not_passed)
 {
     // Against the real reference, zeros are simply wrong...
     clef_backend b = with_gemm(gemm_nt_zeros, "zeros_gemm_nt");
-    clef_bench_result r = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "tiny");
+    clef_bench_result r =
+        run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "tiny");
     assert_verdict(&r, CLEF_BENCH_FAIL);
     // ...and when the reference itself produces them, a match proves nothing.
     static clef_kernels zero_ref;
@@ -296,13 +303,16 @@ Test(bench_harness, a_zero_result_is_mistrusted_not_passed)
 }
 
 // ---- backends that cannot run are skipped with the reason ----
-static const char *lacks_testisa(void) { return "cpu lacks testisa"; }
+static const char *lacks_testisa(void)
+{
+    return "cpu lacks testisa";
+}
 
 Test(bench_harness, unavailable_backends_are_skipped_with_the_reason)
 {
     clef_backend missing = {"missing", NULL, NULL};
-    clef_bench_result r = run(&missing, &clef_scalar_kernels, CLEF_OP_gemm_nt,
-                              "tiny");
+    clef_bench_result r =
+        run(&missing, &clef_scalar_kernels, CLEF_OP_gemm_nt, "tiny");
     assert_verdict(&r, CLEF_BENCH_SKIP);
     cr_assert_str_eq(r.reason, "not compiled in this build");
 
@@ -314,7 +324,8 @@ Test(bench_harness, unavailable_backends_are_skipped_with_the_reason)
 
 Test(bench_harness, the_registry_lists_every_backend_once)
 {
-    const char *names[] = {"scalar", "avx2", "avx512", "neon", "onednn", "blis"};
+    const char *names[] = {"scalar", "avx2",   "avx512",
+                           "neon",   "onednn", "blis"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const clef_backend *b = clef_backend_find(names[i]);
         cr_assert_not_null(b, "%s", names[i]);
@@ -329,8 +340,10 @@ Test(bench_harness, the_registry_lists_every_backend_once)
 Test(bench_harness, cases_are_deterministic_in_the_seed)
 {
     clef_backend b = with_gemm(gemm_nt_plus_one, "plus_one_gemm_nt");
-    clef_bench_result r1 = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
-    clef_bench_result r2 = run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
+    clef_bench_result r1 =
+        run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
+    clef_bench_result r2 =
+        run(&b, &clef_scalar_kernels, CLEF_OP_gemm_nt, "edge-7");
     cr_assert_str_eq(r1.mismatches, r2.mismatches);
 }
 
@@ -339,7 +352,8 @@ Test(bench_harness, cases_are_deterministic_in_the_seed)
 static int run_cli(const char *args, char *last, size_t len)
 {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s/clef-bench %s 2>/dev/null", CLEF_BIN_DIR, args);
+    snprintf(cmd, sizeof cmd, "%s/clef-bench %s 2>/dev/null", CLEF_BIN_DIR,
+             args);
     FILE *p = popen(cmd, "r");
     cr_assert_not_null(p, "%s", cmd);
     char line[1024];
@@ -401,9 +415,10 @@ Test(bench_harness, train_scaling_reports_both_speedups)
 {
     char last[1024];
     char *dir = tp_tmpdir();
-    json_t *r, *doc = bench_json_row(
-        "--train --backend scalar --shape tiny --scaling 2 --budget 0", dir,
-        "2 passed, 0 failed, 0 skipped\n", "train_scaling", &r);
+    json_t *r,
+        *doc = bench_json_row(
+            "--train --backend scalar --shape tiny --scaling 2 --budget 0", dir,
+            "2 passed, 0 failed, 0 skipped\n", "train_scaling", &r);
     cr_assert_eq(json_integer_value(json_object_get(r, "threads")), 2);
     cr_assert_geq(json_integer_value(json_object_get(r, "rounds")), 3);
     double sp = json_real_value(json_object_get(r, "speedup"));
@@ -414,9 +429,11 @@ Test(bench_harness, train_scaling_reports_both_speedups)
               cs);
     cr_assert_float_eq(sp, un / u1, 1e-9 * sp);
     double rt = json_real_value(json_object_get(r, "round_trip_ns"));
-    json_int_t slow = json_integer_value(json_object_get(r, "slow_round_trip_rounds"));
+    json_int_t slow =
+        json_integer_value(json_object_get(r, "slow_round_trip_rounds"));
     cr_assert(rt > 0 && rt < 1e6, "cross-core round trip %g ns", rt);
-    cr_assert(slow >= 0 && slow <= json_integer_value(json_object_get(r, "rounds")),
+    cr_assert(slow >= 0 &&
+                  slow <= json_integer_value(json_object_get(r, "rounds")),
               "%lld slow rounds", (long long)slow);
     // FLOP rates: the update's on 1 and N threads (one count: their ratio is
     // the speedup) and the control sgemm's on the same threads
@@ -441,10 +458,11 @@ Test(bench_harness, train_precision_reports_bf16_speedup)
 {
     char last[1024];
     char *dir = tp_tmpdir();
-    json_t *r, *doc = bench_json_row(
-        "--train --backend scalar --shape tiny --precision fp32,bf16 "
-        "--budget 0",
-        dir, "1 passed, 0 failed, 0 skipped\n", "train_precision", &r);
+    json_t *r,
+        *doc = bench_json_row(
+            "--train --backend scalar --shape tiny --precision fp32,bf16 "
+            "--budget 0",
+            dir, "1 passed, 0 failed, 0 skipped\n", "train_precision", &r);
     cr_assert_geq(json_integer_value(json_object_get(r, "rounds")), 3);
     double sp = json_real_value(json_object_get(r, "speedup"));
     double u32 = json_real_value(json_object_get(r, "updates_per_s_fp32"));
@@ -488,12 +506,13 @@ Test(bench_harness, handoff_reports_every_rate)
     while (fgets(line, sizeof line, p)) {
         char op[16];
         double mb, own, other;
-        if (sscanf(line, "handoff %15s %lf MiB own %lf GB/s other %lf GB/s",
-                   op, &mb, &own, &other) != 4)
+        if (sscanf(line, "handoff %15s %lf MiB own %lf GB/s other %lf GB/s", op,
+                   &mb, &own, &other) != 4)
             continue;
         cr_assert_str_eq(op, ops[seen], "%s", line);
-        cr_assert(mb == 0.25 && isfinite(own) && own > 0 &&
-                  isfinite(other) && other > 0, "%s", line);
+        cr_assert(mb == 0.25 && isfinite(own) && own > 0 && isfinite(other) &&
+                      other > 0,
+                  "%s", line);
         seen++;
     }
     cr_assert_eq(pclose(p), 0);

@@ -48,8 +48,9 @@ Test(blis, table_is_complete_and_falls_through_to_the_best_hand_written)
     cr_assert_eq(clef_kernels_first_missing(k), CLEF_OP_COUNT);
     clef_kernels hw; // the dispatcher's hand-written choice per op
     char why[160];
-    cr_assert_eq(clef_dispatch_build(&hw, clef_isa_level(), NULL, why, sizeof why),
-                 0, "%s", why);
+    cr_assert_eq(
+        clef_dispatch_build(&hw, clef_isa_level(), NULL, why, sizeof why), 0,
+        "%s", why);
     for (int op = CLEF_OP_gemm_tn + 1; op < CLEF_OP_COUNT; op++) {
         cr_expect_str_eq(k->names[op], hw.names[op], "%s", clef_op_names[op]);
         cr_expect(clef_kernels_get(k, (clef_op)op) ==
@@ -93,8 +94,10 @@ static void gemm_case(layout lay, int M, int N, int K, int acc, uint64_t *rng)
     f(M, N, K, A, lda, B, ldb, C, ldc, acc);
     r(M, N, K, A, lda, B, ldb, R, ldc, acc);
     for (size_t i = 0; i < nc; i++)
-        cr_assert(C[i] == R[i], "layout %d M=%d N=%d K=%d acc=%d: C[%zu] = %g, "
-                  "want %g", lay, M, N, K, acc, i, C[i], R[i]);
+        cr_assert(C[i] == R[i],
+                  "layout %d M=%d N=%d K=%d acc=%d: C[%zu] = %g, "
+                  "want %g",
+                  lay, M, N, K, acc, i, C[i], R[i]);
     free(A), free(B), free(C), free(R);
 }
 
@@ -130,7 +133,8 @@ static int os_threads(void)
 
 static void gemm_random(int M, int N, int K, float *C, uint64_t seed)
 {
-    float *A = clef_test_falloc((size_t)M * K), *B = clef_test_falloc((size_t)N * K);
+    float *A = clef_test_falloc((size_t)M * K),
+          *B = clef_test_falloc((size_t)N * K);
     clef_test_fill_uniform(A, (size_t)M * K, -1.0f, 1.0f, &seed);
     clef_test_fill_uniform(B, (size_t)N * K, -1.0f, 1.0f, &seed);
     clef_f32_gemm_nt__blis(M, N, K, A, K, B, K, C, N, 0);
@@ -193,7 +197,8 @@ Test(blis, threads_start_as_set_and_do_not_nest)
         worst = t > worst ? t : worst;
         free(Ct);
     }
-    cr_expect_eq(worst, t2, "nested call started threads (%d -> %d)", t2, worst);
+    cr_expect_eq(worst, t2, "nested call started threads (%d -> %d)", t2,
+                 worst);
     free(C);
 }
 
@@ -202,16 +207,19 @@ Test(blis, results_do_not_depend_on_the_thread_count)
     blis_table();
     if (omp_get_num_procs() < 2)
         cr_skip_test("one CPU: cannot run two threads");
-    static const int shapes[][3] = {{8, 8, 20000}, {200, 130, 300}, {1, 3, 4097}};
+    static const int shapes[][3] = {
+        {8, 8, 20000}, {200, 130, 300}, {1, 3, 4097}};
     for (int s = 0; s < 3; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        float *c1 = clef_test_falloc((size_t)M * N), *c2 = clef_test_falloc((size_t)M * N);
+        float *c1 = clef_test_falloc((size_t)M * N),
+              *c2 = clef_test_falloc((size_t)M * N);
         omp_set_num_threads(1);
         gemm_random(M, N, K, c1, 704);
         omp_set_num_threads(2);
         gemm_random(M, N, K, c2, 704);
         cr_expect(memcmp(c1, c2, (size_t)M * N * sizeof(float)) == 0,
-                  "BLIS M=%d N=%d K=%d differs between 1 and 2 threads", M, N, K);
+                  "BLIS M=%d N=%d K=%d differs between 1 and 2 threads", M, N,
+                  K);
         free(c1), free(c2);
     }
 }

@@ -27,7 +27,8 @@ Test(buckets, waste_bounded_and_questions_never_mixed)
     make(g, &rng);
     int b[N];
     clef_bucket_stats st;
-    cr_assert_eq(clef_buckets_assign(g, N, NULL, CLEF_BUCKET_MAX_WASTE, b, &st), 0);
+    cr_assert_eq(clef_buckets_assign(g, N, NULL, CLEF_BUCKET_MAX_WASTE, b, &st),
+                 0);
     cr_assert_gt(st.nbuckets, 2);
     size_t real = 0, padded = 0;
     for (int k = 0; k < st.nbuckets; k++) {
@@ -39,9 +40,10 @@ Test(buckets, waste_bounded_and_questions_never_mixed)
                 if (g[i].T > longest)
                     longest = g[i].T;
                 count++;
-                cr_expect(g[i].Q == g[first].Q &&
-                              !memcmp(g[i].nopt, g[first].nopt, sizeof(int) * g[i].Q),
-                          "bucket %d mixes question geometries", k);
+                cr_expect(
+                    g[i].Q == g[first].Q &&
+                        !memcmp(g[i].nopt, g[first].nopt, sizeof(int) * g[i].Q),
+                    "bucket %d mixes question geometries", k);
             }
         cr_assert_gt(count, 0, "bucket %d is empty", k);
         for (int i = 0; i < N; i++)

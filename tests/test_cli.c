@@ -120,8 +120,10 @@ Test(cli, golden_one_step, .timeout = 60)
                          json_object_get(res2, "records")));
 
     // logits before training: clef score with the golden weights
-    rc = tp_clef(dir, "score --weights %s/weights.safetensors --package "
-                      "%s/package.json", GOLDEN_DIR, GOLDEN_DIR);
+    rc = tp_clef(dir,
+                 "score --weights %s/weights.safetensors --package "
+                 "%s/package.json",
+                 GOLDEN_DIR, GOLDEN_DIR);
     cr_assert_eq(rc, 0);
     json_t *lines = score_lines(file_in(dir, "out"));
     cr_assert_eq(json_array_size(lines), 3);
@@ -151,14 +153,14 @@ Test(cli, golden_one_step, .timeout = 60)
     // after one step: per-tensor sum and l2 of the exported weights
     clef_head hd;
     clef_err err = {0};
-    cr_assert_eq(clef_weights_load(file_in(run, "weights.safetensors"), 2,
-                                   &hd, &err), 0, "%s", err.msg);
+    cr_assert_eq(
+        clef_weights_load(file_in(run, "weights.safetensors"), 2, &hd, &err), 0,
+        "%s", err.msg);
     json_t *after = json_object_get(exp, "after_one_step");
     cr_assert_eq(json_object_size(after), (size_t)hd.ntensors);
     const char *name;
     json_t *v;
-    json_object_foreach(after, name, v)
-    {
+    json_object_foreach (after, name, v) {
         int t = clef_head_find(&hd, name);
         cr_assert_geq(t, 0, "tensor %s missing from the export", name);
         const float *x = hd.params + hd.tensors[t].offset;
@@ -213,16 +215,19 @@ Test(cli, fixture_validate_inspect)
     // labels balanced over the two train records
     int l0 = (int)json_integer_value(json_object_get(
         json_array_get(json_object_get(json_array_get(recs, 0), "questions"),
-                       0), "label"));
+                       0),
+        "label"));
     int l1 = (int)json_integer_value(json_object_get(
         json_array_get(json_object_get(json_array_get(recs, 1), "questions"),
-                       0), "label"));
+                       0),
+        "label"));
     cr_expect_neq(l0, l1);
     cr_assert_eq(tp_clef(dir, "validate --package %s/package.json", pkg), 0);
     char *out = tp_slurp(file_in(dir, "out"), NULL);
     cr_expect(strstr(out, "records: 3 (train 2, validation 1, test 0)"), "%s",
               out);
-    cr_expect(strstr(out, "Q=2 options=2,1; T 6..6 padded to 6: 3 records"), "%s", out);
+    cr_expect(strstr(out, "Q=2 options=2,1; T 6..6 padded to 6: 3 records"),
+              "%s", out);
     free(out);
     cr_assert_eq(tp_clef(dir, "inspect %s/init.safetensors", pkg), 0);
     out = tp_slurp(file_in(dir, "out"), NULL);
@@ -235,24 +240,26 @@ Test(cli, fixture_validate_inspect)
     cr_assert_eq(tp_clef(dir, "fixture --out %s/other --seed 1", dir), 0);
     size_t na, nb, nc;
     char *a = tp_slurp(file_in(pkg, "records-000.safetensors"), &na);
-    char *b = tp_slurp(file_in(file_in(dir, "again"),
-                               "records-000.safetensors"), &nb);
-    char *c = tp_slurp(file_in(file_in(dir, "other"),
-                               "records-000.safetensors"), &nc);
+    char *b = tp_slurp(
+        file_in(file_in(dir, "again"), "records-000.safetensors"), &nb);
+    char *c = tp_slurp(
+        file_in(file_in(dir, "other"), "records-000.safetensors"), &nc);
     cr_expect(na == nb && !memcmp(a, b, na), "fixture is deterministic");
     cr_expect(na == nc && memcmp(a, c, na), "--seed changes the data");
     free(a);
     free(b);
     free(c);
     // --questions/--options: Q choice questions of N options
-    cr_assert_eq(tp_clef(dir, "fixture --out %s/qn --questions 3 --options 4 "
-                              "--records 5 --validation 2 --positions 20",
-                         dir), 0);
-    cr_assert_eq(tp_clef(dir, "validate --package %s/qn/package.json", dir),
+    cr_assert_eq(tp_clef(dir,
+                         "fixture --out %s/qn --questions 3 --options 4 "
+                         "--records 5 --validation 2 --positions 20",
+                         dir),
                  0);
+    cr_assert_eq(tp_clef(dir, "validate --package %s/qn/package.json", dir), 0);
     out = tp_slurp(file_in(dir, "out"), NULL);
-    cr_expect(strstr(out, "Q=3 options=4,4,4; T 20..20 padded to 20: 7 records"),
-              "%s", out);
+    cr_expect(
+        strstr(out, "Q=3 options=4,4,4; T 20..20 padded to 20: 7 records"),
+        "%s", out);
     free(out);
     // refuses a non-empty --out
     cr_expect_eq(tp_clef(dir, "fixture --out %s", pkg), 2);
@@ -275,10 +282,8 @@ Test(cli, fixture_validate_inspect)
 
 static json_t *train_ok(const char *dir, const char *args)
 {
-    int rc = tp_clef(dir, "train --quiet %s --json-out %s/res.json", args,
-                     dir);
-    cr_assert_eq(rc, 0, "clef train %s: %s", args,
-                 tp_err(dir));
+    int rc = tp_clef(dir, "train --quiet %s --json-out %s/res.json", args, dir);
+    cr_assert_eq(rc, 0, "clef train %s: %s", args, tp_err(dir));
     json_t *r = tp_load_json(file_in(dir, "res.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
     return r;
@@ -297,19 +302,23 @@ Test(cli, mixed_geometry_trains, .timeout = 60)
                  "%s", tp_err(dir));
     // 4 train records, batch 3: 2 updates per epoch, 2 epochs
     char args[4200];
-    snprintf(args, sizeof(args), "--package %s/package.json --run-dir %s/seq "
-             "--epochs 2 --batch 3 --ordinal 0.5 --brier 0.1", pkg, dir);
+    snprintf(args, sizeof(args),
+             "--package %s/package.json --run-dir %s/seq "
+             "--epochs 2 --batch 3 --ordinal 0.5 --brier 0.1",
+             pkg, dir);
     json_t *r = train_ok(dir, args);
     cr_expect_eq(json_integer_value(json_object_get(r, "completed_steps")), 4);
     json_t *m = json_object_get(r, "metrics");
     cr_expect(json_is_number(json_object_get(m, "validation_loss_after")));
-    cr_expect(json_is_true(json_object_get(json_object_get(r, "checks"),
-                                           "export_parity")));
+    cr_expect(json_is_true(
+        json_object_get(json_object_get(r, "checks"), "export_parity")));
     cr_expect_eq(json_array_size(json_object_get(r, "records")), 6);
     json_decref(r);
     // bucketed: buckets {m-0, m-3}, {m-1}, {m-2}: batch 2 gives 3 updates
-    snprintf(args, sizeof(args), "--package %s/package.json --run-dir %s/bkt "
-             "--epochs 2 --batch 2 --batching bucketed", pkg, dir);
+    snprintf(args, sizeof(args),
+             "--package %s/package.json --run-dir %s/bkt "
+             "--epochs 2 --batch 2 --batching bucketed",
+             pkg, dir);
     r = train_ok(dir, args);
     cr_expect_eq(json_integer_value(json_object_get(r, "completed_steps")), 6);
     cr_expect_str_eq(json_string_value(json_object_get(
@@ -324,15 +333,20 @@ static void resume_case(const char *dir, const char *pkg, const char *extra,
                         int steps_per_epoch)
 {
     char args[4200];
-    snprintf(args, sizeof(args), "--package %s --run-dir %s/straight "
-             "--epochs 4 %s", pkg, dir, extra);
+    snprintf(args, sizeof(args),
+             "--package %s --run-dir %s/straight "
+             "--epochs 4 %s",
+             pkg, dir, extra);
     json_decref(train_ok(dir, args));
-    snprintf(args, sizeof(args), "--package %s --run-dir %s/split --epochs 2 "
-             "%s", pkg, dir, extra);
+    snprintf(args, sizeof(args),
+             "--package %s --run-dir %s/split --epochs 2 "
+             "%s",
+             pkg, dir, extra);
     json_decref(train_ok(dir, args));
-    snprintf(args, sizeof(args), "--package %s --run-dir %s/split --epochs 4 "
-             "--resume %s/split/checkpoint-%d.safetensors %s", pkg, dir, dir,
-             2 * steps_per_epoch, extra);
+    snprintf(args, sizeof(args),
+             "--package %s --run-dir %s/split --epochs 4 "
+             "--resume %s/split/checkpoint-%d.safetensors %s",
+             pkg, dir, dir, 2 * steps_per_epoch, extra);
     json_t *r = train_ok(dir, args);
     cr_expect_eq(json_integer_value(json_object_get(r, "completed_steps")),
                  4 * steps_per_epoch);
@@ -372,20 +386,24 @@ Test(cli, resume_equality, .timeout = 120)
     resume_case(sub, mixed, "--batching bucketed --batch 2 --seed 7", 3);
     // a resume with other update settings is refused, nothing written
     char args[13000];
-    snprintf(args, sizeof(args), "train --package %s --run-dir %s/split "
+    snprintf(args, sizeof(args),
+             "train --package %s --run-dir %s/split "
              "--epochs 6 --resume %s/split/checkpoint-12.safetensors "
-             "--batching bucketed --batch 2 --seed 8", mixed, sub, sub);
+             "--batching bucketed --batch 2 --seed 8",
+             mixed, sub, sub);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
     const char *err = tp_err(dir);
     cr_expect(strstr(err, "seed"), "%s", err);
     snprintf(args, sizeof(args), "%s/split/checkpoint-14.safetensors", sub);
     cr_expect(!tp_exists(args));
     // a checkpoint of another package (same head) is refused
-    cr_assert_eq(tp_clef(dir, "fixture --out %s/other --records 3 --seed 5",
-                         dir), 0);
-    snprintf(args, sizeof(args), "train --package %s/other/package.json "
+    cr_assert_eq(
+        tp_clef(dir, "fixture --out %s/other --records 3 --seed 5", dir), 0);
+    snprintf(args, sizeof(args),
+             "train --package %s/other/package.json "
              "--run-dir %s/other-run --epochs 4 --batch 2 --max-grad-norm 0.5 "
-             "--resume %s/s1/split/checkpoint-8.safetensors", dir, dir, dir);
+             "--resume %s/s1/split/checkpoint-8.safetensors",
+             dir, dir, dir);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
     cr_expect(strstr(tp_err(dir), "package_sha256"), "%s", tp_err(dir));
     cr_expect(!tp_exists(file_in(dir, "other-run")));
@@ -397,22 +415,24 @@ Test(cli, score_output)
     char *dir = tp_tmpdir();
     char *pkg = file_in(dir, "pkg");
     cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0);
-    cr_assert_eq(tp_clef(dir, "score --weights %s/init.safetensors --package "
-                              "%s/package.json", pkg, pkg), 0);
+    cr_assert_eq(tp_clef(dir,
+                         "score --weights %s/init.safetensors --package "
+                         "%s/package.json",
+                         pkg, pkg),
+                 0);
     json_t *lines = score_lines(file_in(dir, "out"));
     cr_assert_eq(json_array_size(lines), 6, "3 records × 2 questions");
     size_t i;
     json_t *l;
-    json_array_foreach(lines, i, l)
-    {
+    json_array_foreach (lines, i, l) {
         char rid[32];
         snprintf(rid, sizeof(rid), "record-%zu", i / 2);
         cr_expect_str_eq(json_string_value(json_object_get(l, "record")), rid);
         cr_expect_str_eq(json_string_value(json_object_get(l, "question")),
                          i % 2 ? "mode" : "action");
-        cr_expect_str_eq(json_string_value(json_object_get(l,
-                                                           "score_semantics")),
-                         "raw_logits");
+        cr_expect_str_eq(
+            json_string_value(json_object_get(l, "score_semantics")),
+            "raw_logits");
         cr_expect(json_is_false(json_object_get(l, "executed")));
         json_t *sc = json_object_get(l, "scores");
         cr_assert_eq(json_array_size(sc), i % 2 ? 1 : 2);
@@ -439,9 +459,12 @@ Test(cli, score_output)
     }
     json_decref(lines);
     // one question of one record; abstains below --min-confidence
-    cr_assert_eq(tp_clef(dir, "score --weights %s/init.safetensors --package "
-                              "%s/package.json --record record-1 --question "
-                              "action --min-confidence 0.999", pkg, pkg), 0);
+    cr_assert_eq(tp_clef(dir,
+                         "score --weights %s/init.safetensors --package "
+                         "%s/package.json --record record-1 --question "
+                         "action --min-confidence 0.999",
+                         pkg, pkg),
+                 0);
     lines = score_lines(file_in(dir, "out"));
     cr_assert_eq(json_array_size(lines), 1);
     json_t *d = json_object_get(json_array_get(lines, 0), "decision");
@@ -452,22 +475,34 @@ Test(cli, score_output)
                      "below --min-confidence"));
     json_decref(lines);
     // the single-option question always clears any threshold
-    cr_assert_eq(tp_clef(dir, "score --weights %s/init.safetensors --package "
-                              "%s/package.json --question mode "
-                              "--min-confidence 1", pkg, pkg), 0);
+    cr_assert_eq(tp_clef(dir,
+                         "score --weights %s/init.safetensors --package "
+                         "%s/package.json --question mode "
+                         "--min-confidence 1",
+                         pkg, pkg),
+                 0);
     lines = score_lines(file_in(dir, "out"));
     cr_assert_eq(json_array_size(lines), 3);
-    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(
-                         json_array_get(lines, 0), "decision"), "status")),
-                     "ranked");
+    cr_expect_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_array_get(lines, 0), "decision"), "status")),
+        "ranked");
     json_decref(lines);
-    cr_expect_eq(tp_clef(dir, "score --weights %s/init.safetensors --package "
-                              "%s/package.json --record nope", pkg, pkg), 2);
-    cr_expect_eq(tp_clef(dir, "score --weights %s/init.safetensors --package "
-                              "%s/package.json --question nope", pkg, pkg), 2);
-    cr_expect_eq(tp_clef(dir, "score --weights %s/weights.safetensors "
-                              "--package %s/package.json", GOLDEN_DIR, pkg), 0,
-                 "golden head (d 8, w 8) fits the fixture's head");
+    cr_expect_eq(tp_clef(dir,
+                         "score --weights %s/init.safetensors --package "
+                         "%s/package.json --record nope",
+                         pkg, pkg),
+                 2);
+    cr_expect_eq(tp_clef(dir,
+                         "score --weights %s/init.safetensors --package "
+                         "%s/package.json --question nope",
+                         pkg, pkg),
+                 2);
+    cr_expect_eq(tp_clef(dir,
+                         "score --weights %s/weights.safetensors "
+                         "--package %s/package.json",
+                         GOLDEN_DIR, pkg),
+                 0, "golden head (d 8, w 8) fits the fixture's head");
     tp_rmdir(dir);
 }
 
@@ -477,18 +512,22 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
     char *pkg = file_in(dir, "pkg");
     cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0);
     char args[4200];
-    snprintf(args, sizeof(args), "--package %s/package.json --run-dir %s/run "
+    snprintf(args, sizeof(args),
+             "--package %s/package.json --run-dir %s/run "
              "--epochs 3 --checkpoint-every 1 --keep-checkpoints 2 "
-             "--eval-every 2", pkg, dir);
+             "--eval-every 2",
+             pkg, dir);
     json_t *r = train_ok(dir, args);
     // --json-out may name a file inside the run dir it creates
-    cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/r2 --json-out %s/r2/out.json",
-                         pkg, dir, dir), 0, "%s", tp_err(dir));
+    cr_expect_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/r2 --json-out %s/r2/out.json",
+                         pkg, dir, dir),
+                 0, "%s", tp_err(dir));
     cr_expect(tp_exists(file_in(dir, "r2/out.json")));
     cr_expect_eq(json_integer_value(json_object_get(r, "completed_steps")), 6);
-    json_t *ck = json_object_get(json_object_get(r, "artifacts"),
-                                 "checkpoints");
+    json_t *ck =
+        json_object_get(json_object_get(r, "artifacts"), "checkpoints");
     cr_assert_eq(json_array_size(ck), 2, "keeps the newest 2");
     cr_expect(strstr(json_string_value(json_array_get(ck, 0)),
                      "/checkpoint-5.safetensors"));
@@ -498,42 +537,53 @@ Test(cli, checkpoints_history_and_run_dir, .timeout = 60)
     cr_expect(!tp_exists(args), "older checkpoints are removed");
     // --checkpoint-seconds: a checkpoint after every update that ends that
     // long after the last one (1 µs: after every update here)
-    snprintf(args, sizeof(args), "--package %s/package.json --run-dir %s/rs "
+    snprintf(args, sizeof(args),
+             "--package %s/package.json --run-dir %s/rs "
              "--epochs 2 --checkpoint-seconds 1e-6 --keep-checkpoints 0",
              pkg, dir);
     json_t *rs = train_ok(dir, args);
-    json_t *cks = json_object_get(json_object_get(rs, "artifacts"),
-                                  "checkpoints");
+    json_t *cks =
+        json_object_get(json_object_get(rs, "artifacts"), "checkpoints");
     cr_expect_eq(json_array_size(cks), 4, "a checkpoint after every update");
     json_decref(rs);
     json_t *h = json_object_get(r, "history");
     cr_assert_eq(json_array_size(h), 4, "steps 0, 2, 4, 6");
     for (int i = 0; i < 4; i++)
-        cr_expect_eq(json_integer_value(json_object_get(json_array_get(h, i),
-                                                        "step")), 2 * i);
+        cr_expect_eq(
+            json_integer_value(json_object_get(json_array_get(h, i), "step")),
+            2 * i);
     // the metrics and history agree: loss after = last history point
-    cr_expect_eq(num(json_object_get(json_object_get(r, "metrics"),
-                                     "train_loss_after")),
-                 num(json_object_get(json_array_get(h, 3), "train_loss")));
+    cr_expect_eq(
+        num(json_object_get(json_object_get(r, "metrics"), "train_loss_after")),
+        num(json_object_get(json_array_get(h, 3), "train_loss")));
     json_decref(r);
     // a non-empty run dir is refused (exit 2, nothing written)
-    snprintf(args, sizeof(args), "train --package %s/package.json --run-dir "
-             "%s/run --json-out %s/again.json", pkg, dir, dir);
+    snprintf(args, sizeof(args),
+             "train --package %s/package.json --run-dir "
+             "%s/run --json-out %s/again.json",
+             pkg, dir, dir);
     cr_expect_eq(tp_clef(dir, "%s", args), 2);
     cr_expect(!tp_exists(file_in(dir, "again.json")));
     const char *err = tp_err(dir);
     cr_expect(strstr(err, "--run-dir") && strstr(err, "not empty"), "%s", err);
     // bad flag values: exit 2 before anything exists
-    const char *bad[] = {"--epochs -1", "--batch 0", "--lr nan",
-                         "--betas 0.9", "--decay-scope none",
-                         "--batching random", "--backend nosuch",
-                         "--label-smoothing 2", "--package-sha256 12",
+    const char *bad[] = {"--epochs -1",
+                         "--batch 0",
+                         "--lr nan",
+                         "--betas 0.9",
+                         "--decay-scope none",
+                         "--batching random",
+                         "--backend nosuch",
+                         "--label-smoothing 2",
+                         "--package-sha256 12",
                          "--checkpoint-seconds -1",
                          "--bogus 1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        cr_expect_eq(tp_clef(dir, "train --package %s/package.json --run-dir "
-                                  "%s/fresh %s", pkg, dir, bad[i]), 2, "%s",
-                     bad[i]);
+        cr_expect_eq(tp_clef(dir,
+                             "train --package %s/package.json --run-dir "
+                             "%s/fresh %s",
+                             pkg, dir, bad[i]),
+                     2, "%s", bad[i]);
         cr_expect(!tp_exists(file_in(dir, "fresh")), "%s created the run dir",
                   bad[i]);
     }
@@ -548,22 +598,25 @@ Test(cli, non_finite_loss_exits_1, .timeout = 60)
     cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0);
     clef_head hd;
     clef_err err = {0};
-    cr_assert_eq(clef_weights_load(file_in(pkg, "init.safetensors"), 2, &hd,
-                                   &err), 0, "%s", err.msg);
+    cr_assert_eq(
+        clef_weights_load(file_in(pkg, "init.safetensors"), 2, &hd, &err), 0,
+        "%s", err.msg);
     for (size_t i = 0; i < hd.nparams; i++)
         hd.params[i] = hd.params[i] >= 0 ? 1e30f : -1e30f;
-    cr_assert_eq(clef_weights_save(file_in(dir, "huge.safetensors"), &hd, NULL,
-                                   0, &err), 0, "%s", err.msg);
+    cr_assert_eq(
+        clef_weights_save(file_in(dir, "huge.safetensors"), &hd, NULL, 0, &err),
+        0, "%s", err.msg);
     clef_head_free(&hd);
-    int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s/run "
-                          "--init %s/huge.safetensors --json-out %s/r.json",
+    int rc = tp_clef(dir,
+                     "train --package %s/package.json --run-dir %s/run "
+                     "--init %s/huge.safetensors --json-out %s/r.json",
                      pkg, dir, dir, dir);
     cr_expect_eq(rc, 1);
     json_t *r = tp_load_json(file_in(dir, "r.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "error");
     json_t *e = json_object_get(r, "error");
-    cr_expect(strstr(json_string_value(json_object_get(e, "message")),
-                     "non-finite"));
+    cr_expect(
+        strstr(json_string_value(json_object_get(e, "message")), "non-finite"));
     cr_expect(tp_exists(file_in(file_in(dir, "run"), "result.json")));
     json_decref(r);
     tp_rmdir(dir);
@@ -577,9 +630,10 @@ Test(cli, zero_epochs_export_the_initial_weights, .timeout = 60)
     char *dir = tp_tmpdir();
     char *pkg = file_in(dir, "pkg");
     cr_assert_eq(tp_clef(dir, "fixture --out %s", pkg), 0);
-    int rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
-                          "%s/run --init %s/init.safetensors --epochs 0 "
-                          "--json-out %s/r.json",
+    int rc = tp_clef(dir,
+                     "train --quiet --package %s/package.json --run-dir "
+                     "%s/run --init %s/init.safetensors --epochs 0 "
+                     "--json-out %s/r.json",
                      pkg, dir, pkg, dir);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     json_t *r = tp_load_json(file_in(dir, "r.json"));
@@ -588,11 +642,13 @@ Test(cli, zero_epochs_export_the_initial_weights, .timeout = 60)
     json_decref(r);
     clef_head a, b;
     clef_err err = {0};
-    cr_assert_eq(clef_weights_load(file_in(pkg, "init.safetensors"), 2, &a,
-                                   &err), 0, "%s", err.msg);
-    cr_assert_eq(clef_weights_load(file_in(file_in(dir, "run"),
-                                           "weights.safetensors"),
-                                   2, &b, &err), 0, "%s", err.msg);
+    cr_assert_eq(
+        clef_weights_load(file_in(pkg, "init.safetensors"), 2, &a, &err), 0,
+        "%s", err.msg);
+    cr_assert_eq(
+        clef_weights_load(file_in(file_in(dir, "run"), "weights.safetensors"),
+                          2, &b, &err),
+        0, "%s", err.msg);
     cr_assert_eq(a.nparams, b.nparams);
     cr_expect(memcmp(a.params, b.params, sizeof(float) * a.nparams) == 0,
               "the exported weights are not the initial ones");
@@ -617,9 +673,10 @@ Test(cli, broken_catalogue, .timeout = 120)
         cr_assert_eq(bc->make(pdir), 0, "%s: cannot build the case", bc->name);
         if (bc->pin)
             snprintf(pin, sizeof(pin), "--package-sha256 %s", bc->pin);
-        int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s "
-                              "--json-out %s/r-%02d.json %s", pdir, run, dir,
-                         c, pin);
+        int rc = tp_clef(dir,
+                         "train --package %s/package.json --run-dir %s "
+                         "--json-out %s/r-%02d.json %s",
+                         pdir, run, dir, c, pin);
         cr_expect_eq(rc, 2, "%s: exit %d", bc->name, rc);
         cr_expect(!tp_exists(run), "%s: the run dir was created", bc->name);
         char jo[1100];
@@ -644,29 +701,35 @@ Test(cli, threads_do_not_change_bits, .timeout = 60)
     const int over = clef_cpu_get()->pus + 1;
     char *dir = tp_tmpdir();
     char *pkg = file_in(dir, "pkg");
-    cr_assert_eq(tp_clef(dir, "fixture --out %s --records 4 --positions 24 "
-                              "--hidden 32 --width 16 --feedforward 40",
-                         pkg), 0);
+    cr_assert_eq(tp_clef(dir,
+                         "fixture --out %s --records 4 --positions 24 "
+                         "--hidden 32 --width 16 --feedforward 40",
+                         pkg),
+                 0);
     const char *backends[2] = {"scalar", "auto"};
     for (int b = 0; b < 2; b++) {
         char w[2][1200];
         for (int th = 1; th <= 2; th++) {
             char run[1100];
             snprintf(run, sizeof(run), "%s/%s-%d", dir, backends[b], th);
-            int rc = tp_clef(dir, "train --package %s/package.json --run-dir "
-                                  "%s --epochs 2 --batch 2 --backend %s "
-                                  "--threads %d", pkg, run, backends[b], th);
+            int rc = tp_clef(dir,
+                             "train --package %s/package.json --run-dir "
+                             "%s --epochs 2 --batch 2 --backend %s "
+                             "--threads %d",
+                             pkg, run, backends[b], th);
             cr_assert_eq(rc, 0, "%s", tp_err(dir));
-            cr_expect_str_eq(tp_err(dir), "", "stderr is not a terminal: no "
-                                              "progress bar");
+            cr_expect_str_eq(tp_err(dir), "",
+                             "stderr is not a terminal: no "
+                             "progress bar");
             snprintf(w[th - 1], sizeof(w[0]), "%s/weights.safetensors", run);
         }
         cr_expect(tp_same_file(w[0], w[1]), "%s: --threads 1 and 2 differ",
                   backends[b]);
         char run[1100], wo[1200];
         snprintf(run, sizeof(run), "%s/%s-over", dir, backends[b]);
-        int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s "
-                              "--epochs 2 --batch 2 --backend %s --threads %d",
+        int rc = tp_clef(dir,
+                         "train --package %s/package.json --run-dir %s "
+                         "--epochs 2 --batch 2 --backend %s --threads %d",
                          pkg, run, backends[b], over);
         cr_assert_eq(rc, 0, "%s", tp_err(dir));
         cr_expect(strstr(tp_err(dir), "oversubscribed") != NULL,
@@ -692,13 +755,13 @@ Test(cli, progress_bar_on_a_terminal, .timeout = 60)
         snprintf(cmd, sizeof(cmd),
                  "/usr/bin/script -qec '%s/clef train --package "
                  "%s/package.json --run-dir %s/run%d --epochs 3 %s' "
-                 "/dev/null >%s/tty 2>&1", CLEF_BIN_DIR, pkg, dir, quiet,
-                 quiet ? "--quiet" : "", dir);
+                 "/dev/null >%s/tty 2>&1",
+                 CLEF_BIN_DIR, pkg, dir, quiet, quiet ? "--quiet" : "", dir);
         cr_assert_eq(system(cmd), 0);
         char *out = tp_slurp(file_in(dir, "tty"), NULL);
         cr_assert_not_null(out);
-        int bar = strstr(out, "step 6/6 epoch 3/3 loss") && strstr(out,
-                  "upd/s left");
+        int bar =
+            strstr(out, "step 6/6 epoch 3/3 loss") && strstr(out, "upd/s left");
         cr_expect_eq(bar, !quiet, "quiet %d: %s", quiet, out);
         free(out);
     }
@@ -711,16 +774,20 @@ Test(cli, memory_attention_setting_is_checked, .timeout = 60)
 {
     char *dir = tp_tmpdir();
     char *pkg = file_in(dir, "pkg");
-    cr_assert_eq(tp_clef(dir, "fixture --out %s --records 2 --positions 8", pkg), 0);
+    cr_assert_eq(
+        tp_clef(dir, "fixture --out %s --records 2 --positions 8", pkg), 0);
     char *run = file_in(dir, "run");
     setenv("CLEF_MEMORY_ATTENTION", "sideways", 1);
-    int rc = tp_clef(dir, "train --package %s/package.json --run-dir %s", pkg, run);
+    int rc =
+        tp_clef(dir, "train --package %s/package.json --run-dir %s", pkg, run);
     unsetenv("CLEF_MEMORY_ATTENTION");
     cr_expect_eq(rc, 2);
-    cr_expect(strstr(tp_err(dir), "CLEF_MEMORY_ATTENTION") != NULL, "%s", tp_err(dir));
+    cr_expect(strstr(tp_err(dir), "CLEF_MEMORY_ATTENTION") != NULL, "%s",
+              tp_err(dir));
     cr_expect(!tp_exists(run), "the run dir was created");
     setenv("CLEF_MEMORY_ATTENTION", "project", 1);
-    rc = tp_clef(dir, "train --package %s/package.json --run-dir %s --quiet", pkg, run);
+    rc = tp_clef(dir, "train --package %s/package.json --run-dir %s --quiet",
+                 pkg, run);
     unsetenv("CLEF_MEMORY_ATTENTION");
     cr_expect_eq(rc, 0, "%s", tp_err(dir));
     tp_rmdir(dir);

@@ -137,11 +137,15 @@ static bool cos_backward_case(int rows, int n, int zero_a, double h,
         mag_b = tb > mag_b ? tb : mag_b;
     }
     char wa[64], wb[64];
-    snprintf(wa, 64, "cosine_bwd da rows=%d n=%d%s", rows, n, zero_a ? " a=0" : "");
-    snprintf(wb, 64, "cosine_bwd db rows=%d n=%d%s", rows, n, zero_a ? " a=0" : "");
+    snprintf(wa, 64, "cosine_bwd da rows=%d n=%d%s", rows, n,
+             zero_a ? " a=0" : "");
+    snprintf(wb, 64, "cosine_bwd db rows=%d n=%d%s", rows, n,
+             zero_a ? " a=0" : "");
     double units = 4.0 * (n + 8);
     bool ok = clef_test_grad_close_scaled(wa, da, fa, sz, units, mag_a);
-    ok = clef_test_grad_close_scaled(wb, db, fb, sz, units, zero_a ? 0 : mag_b) && ok;
+    ok = clef_test_grad_close_scaled(wb, db, fb, sz, units,
+                                     zero_a ? 0 : mag_b) &&
+         ok;
 
     float *pre = clef_test_falloc(sz), *aa = clef_test_falloc(sz);
     float *ab = clef_test_falloc(sz);

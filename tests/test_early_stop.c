@@ -71,8 +71,7 @@ Test(early_stop, stops_after_patience_and_exports_the_best, .timeout = 120)
     size_t i;
     long argmin = -1;
     double lo = INFINITY;
-    json_array_foreach(h, i, pt)
-    {
+    json_array_foreach (h, i, pt) {
         double v = json_real_value(json_object_get(pt, "validation_loss"));
         cr_expect(json_is_number(json_object_get(pt, "validation_accuracy")));
         cr_expect(json_is_object(
@@ -103,7 +102,7 @@ Test(early_stop, stops_after_patience_and_exports_the_best, .timeout = 120)
         tp_clef(dir, TRAIN " --run-dir %s/plain --epochs %ld", pkg, dir, best);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     cr_expect(tp_same_file(tp_path(dir, "run/weights.safetensors"),
-                        tp_path(dir, "plain/weights.safetensors")),
+                           tp_path(dir, "plain/weights.safetensors")),
               "weights.safetensors is not the weights at step %ld", best);
     // the last checkpoint holds the latest state, not the best
     char name[64];
@@ -143,7 +142,7 @@ Test(early_stop, resume_continues_exactly, .timeout = 180)
                     pkg, dir, PATIENCE, dir, from[i]);
         cr_assert_eq(rc, 0, "resume from %ld: %s", from[i], tp_err(dir));
         cr_expect(tp_same_file(tp_path(dir, "run/weights.safetensors"),
-                            tp_path(dir, "want.safetensors")),
+                               tp_path(dir, "want.safetensors")),
                   "resumed from step %ld: other weights", from[i]);
         json_t *r2 = tp_load_json(tp_path(dir, "run/result.json"));
         json_t *got = json_object_get(r2, "early_stopping");
@@ -174,7 +173,7 @@ Test(early_stop, resume_continues_exactly, .timeout = 180)
                      pkg, dir, PATIENCE, dir, ck);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     cr_expect(tp_same_file(tp_path(dir, "lone/weights.safetensors"),
-                        tp_path(dir, "want.safetensors")));
+                           tp_path(dir, "want.safetensors")));
     json_decref(want);
     tp_rmdir(dir);
 }
@@ -334,8 +333,7 @@ Test(early_stop, per_question_on_mixed_package, .timeout = 60)
                       txt);
             const char *qid;
             json_t *q;
-            json_object_foreach(sp, qid, q)
-            {
+            json_object_foreach (sp, qid, q) {
                 size_t k = json_array_size(json_object_get(q, "options"));
                 cr_expect_geq(k, 2, "%s: %s", qid, txt);
                 json_t *cm = json_object_get(q, "confusion");
@@ -343,8 +341,9 @@ Test(early_stop, per_question_on_mixed_package, .timeout = 60)
                 long sum = 0;
                 size_t a, c;
                 json_t *row, *x;
-                json_array_foreach(cm, a, row) json_array_foreach(row, c, x)
-                    sum += (long)json_integer_value(x);
+                json_array_foreach (cm, a, row)
+                    json_array_foreach (row, c, x)
+                        sum += (long)json_integer_value(x);
                 cr_expect_eq(sum, jint(q, "n"), "%s: %s", qid, txt);
                 double acc = json_real_value(json_object_get(q, "accuracy"));
                 double ece = json_real_value(json_object_get(q, "ece"));
@@ -387,8 +386,7 @@ Test(early_stop, accuracy_metric_best_and_last_files, .timeout = 120)
     size_t i;
     long argmax = -1;
     double hi = -INFINITY;
-    json_array_foreach(h, i, pt)
-    {
+    json_array_foreach (h, i, pt) {
         double v = json_real_value(json_object_get(pt, "validation_accuracy"));
         if (jint(pt, "step") > 0 && v > hi) {
             hi = v;
@@ -403,11 +401,11 @@ Test(early_stop, accuracy_metric_best_and_last_files, .timeout = 120)
     cr_expect_str_eq(json_string_value(json_object_get(r, "stop_reason")),
                      early ? "patience" : "epochs");
     cr_expect(tp_same_file(tp_path(dir, "run/weights.safetensors"),
-                        tp_path(dir, "run/best.safetensors")));
+                           tp_path(dir, "run/best.safetensors")));
     rc = tp_clef(dir, TRAIN " --run-dir %s/plain --epochs %ld", pkg, dir, stop);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
     cr_expect(tp_same_file(tp_path(dir, "run/last.safetensors"),
-                        tp_path(dir, "plain/weights.safetensors")),
+                           tp_path(dir, "plain/weights.safetensors")),
               "last.safetensors is not the weights at step %ld", stop);
     json_t *p = tp_load_json(tp_path(dir, "plain/result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(p, "stop_reason")),

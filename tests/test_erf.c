@@ -47,10 +47,10 @@ static float *sweep_inputs(size_t *n)
     size_t k = 0;
     for (uint64_t u = 0; u <= UINT32_MAX; u += ERF_STRIDE)
         x[k++] = from_bits((uint32_t)u);
-    const float specials[] = {0.0f, -0.0f, FLT_MIN, -FLT_MIN, 1e-45f, -1e-45f,
-                              FLT_MAX, -FLT_MAX, INFINITY, -INFINITY, NAN,
-                              0.875f, -0.875f, 4.0f, -4.0f, 10.1f, -10.1f,
-                              3.9192f, -3.9192f, 1e-20f, -1e-20f};
+    const float specials[] = {
+        0.0f,     -0.0f,    FLT_MIN,   -FLT_MIN, 1e-45f,   -1e-45f, FLT_MAX,
+        -FLT_MAX, INFINITY, -INFINITY, NAN,      0.875f,   -0.875f, 4.0f,
+        -4.0f,    10.1f,    -10.1f,    3.9192f,  -3.9192f, 1e-20f,  -1e-20f};
     for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
         x[k++] = specials[i];
     for (int i = -1000000; i <= 1000000; i++)
@@ -81,15 +81,22 @@ static void erf_sweep(const char *isa, erf_fn fn)
     }
     fprintf(stderr, "[erf] %s: %zu inputs, max error %.2f ulp at x = %a\n", isa,
             n, worst, worst_x);
-    cr_assert(worst <= ERF_MAX_ULP, "%s: erf error %.2f ulp at x = %a (%g)", isa,
-              worst, worst_x, worst_x);
-    cr_assert(y[n - 2000001 - 21 + 8] == 1.0f && y[n - 2000001 - 21 + 9] == -1.0f,
+    cr_assert(worst <= ERF_MAX_ULP, "%s: erf error %.2f ulp at x = %a (%g)",
+              isa, worst, worst_x, worst_x);
+    cr_assert(y[n - 2000001 - 21 + 8] == 1.0f &&
+                  y[n - 2000001 - 21 + 9] == -1.0f,
               "%s: erf(±Inf) must be ±1", isa);
     free(x), free(y);
 }
 
-Test(erf, avx512_dense_sweep) { erf_sweep("avx512", clef_f32_erf__avx512); }
-Test(erf, avx2_dense_sweep) { erf_sweep("avx2", clef_f32_erf__avx2); }
+Test(erf, avx512_dense_sweep)
+{
+    erf_sweep("avx512", clef_f32_erf__avx512);
+}
+Test(erf, avx2_dense_sweep)
+{
+    erf_sweep("avx2", clef_f32_erf__avx2);
+}
 
 // GELU forward and backward against the scalar reference (double-evaluated,
 // within half an ulp): |Δy| ≤ GELU_ULP FLT_EPSILON |y_ref| + FLT_MIN (results
@@ -100,8 +107,10 @@ static void gelu_vs_scalar(const char *isa, const clef_kernels *k)
 {
     skip_unless(isa);
     size_t n = 400003; // odd: exercises the masked tail
-    float *x = clef_test_falloc(n), *y = clef_test_falloc(n), *yr = clef_test_falloc(n);
-    float *dy = clef_test_falloc(n), *dx = clef_test_falloc(n), *dxr = clef_test_falloc(n);
+    float *x = clef_test_falloc(n), *y = clef_test_falloc(n),
+          *yr = clef_test_falloc(n);
+    float *dy = clef_test_falloc(n), *dx = clef_test_falloc(n),
+          *dxr = clef_test_falloc(n);
     uint64_t rng = 0x9e1u;
     for (size_t i = 0; i < n; i++)
         x[i] = -20.0f + 40.0f * (float)i / (float)n;
@@ -115,19 +124,26 @@ static void gelu_vs_scalar(const char *isa, const clef_kernels *k)
     float wx = 0.0f;
     for (size_t i = 2; i < n; i++)
         if (fabsf(yr[i]) >= FLT_MIN) {
-            double e = fabs((double)y[i] - yr[i]) / (CLEF_TEST_EPS * fabsf(yr[i]));
+            double e =
+                fabs((double)y[i] - yr[i]) / (CLEF_TEST_EPS * fabsf(yr[i]));
             if (e > worst)
                 worst = e, wx = x[i];
         }
-    fprintf(stderr, "[gelu] %s: max relative error %.2f eps vs the scalar reference (x = %g)\n", isa,
-            worst, wx);
-    cr_assert(clef_test_close(y + 2, yr + 2, n - 2, FLT_MIN, GELU_ULP * CLEF_TEST_EPS),
+    fprintf(stderr,
+            "[gelu] %s: max relative error %.2f eps vs the scalar reference (x "
+            "= %g)\n",
+            isa, worst, wx);
+    cr_assert(clef_test_close(y + 2, yr + 2, n - 2, FLT_MIN,
+                              GELU_ULP * CLEF_TEST_EPS),
               "%s: gelu_fwd differs from the scalar reference", isa);
     // the limits (the scalar reference gives NaN for −Inf: Inf·0)
-    cr_assert(y[0] == INFINITY && y[1] == 0.0f, "%s: gelu(±Inf) = %g, %g", isa, y[0], y[1]);
-    float inf2[2] = {INFINITY, -INFINITY}, g2[2] = {1.0f, 1.0f}, d2[2] = {0.0f, 0.0f};
+    cr_assert(y[0] == INFINITY && y[1] == 0.0f, "%s: gelu(±Inf) = %g, %g", isa,
+              y[0], y[1]);
+    float inf2[2] = {INFINITY, -INFINITY}, g2[2] = {1.0f, 1.0f},
+          d2[2] = {0.0f, 0.0f};
     k->gelu_bwd(2, inf2, g2, d2);
-    cr_assert(d2[0] == 1.0f && d2[1] == 0.0f, "%s: gelu'(±Inf) = %g, %g", isa, d2[0], d2[1]);
+    cr_assert(d2[0] == 1.0f && d2[1] == 0.0f, "%s: gelu'(±Inf) = %g, %g", isa,
+              d2[0], d2[1]);
     k->gelu_bwd(n - 2, x + 2, dy + 2, dx + 2);
     clef_scalar_kernels.gelu_bwd(n - 2, x + 2, dy + 2, dxr + 2);
     // dx = dx0 + dy·gelu'(x): the sum rounds once more (|dx0| ≤ 0.75)
@@ -137,5 +153,11 @@ static void gelu_vs_scalar(const char *isa, const clef_kernels *k)
     free(x), free(y), free(yr), free(dy), free(dx), free(dxr);
 }
 
-Test(erf, avx512_gelu_vs_scalar) { gelu_vs_scalar("avx512", &clef_avx512_kernels); }
-Test(erf, avx2_gelu_vs_scalar) { gelu_vs_scalar("avx2", &clef_avx2_kernels); }
+Test(erf, avx512_gelu_vs_scalar)
+{
+    gelu_vs_scalar("avx512", &clef_avx512_kernels);
+}
+Test(erf, avx2_gelu_vs_scalar)
+{
+    gelu_vs_scalar("avx2", &clef_avx2_kernels);
+}

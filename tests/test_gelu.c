@@ -17,10 +17,9 @@
 // x (n): a uniform spread plus the awkward points (0, −0, tiny, the far tails).
 static size_t gelu_inputs(float *x, size_t n, uint64_t *rng)
 {
-    static const float special[] = {0.0f,   -0.0f,  1e-30f, -1e-30f, 1e-7f,
-                                    -1e-7f, 0.5f,   -0.5f,  3.0f,    -3.0f,
-                                    -6.0f,  -9.0f,  -12.0f, 9.0f,    40.0f,
-                                    -40.0f, 1e30f,  -1e30f};
+    static const float special[] = {
+        0.0f,  -0.0f, 1e-30f, -1e-30f, 1e-7f, -1e-7f, 0.5f,   -0.5f, 3.0f,
+        -3.0f, -6.0f, -9.0f,  -12.0f,  9.0f,  40.0f,  -40.0f, 1e30f, -1e30f};
     size_t ns = sizeof(special) / sizeof(special[0]);
     clef_test_fill_uniform(x, n, -8.0f, 8.0f, rng);
     for (size_t i = 0; i < ns && i < n; i++)

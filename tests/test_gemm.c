@@ -110,15 +110,24 @@ static void gemm_all_shapes(layout lay, const char *name)
                     bool ok = gemm_case(lay, M, N, K, acc, &b, &rng);
                     if (!ok)
                         bufs_free(&b);
-                    cr_assert(ok, "%s M=%d N=%d K=%d accumulate=%d", name, M,
-                              N, K, acc);
+                    cr_assert(ok, "%s M=%d N=%d K=%d accumulate=%d", name, M, N,
+                              K, acc);
                 }
     bufs_free(&b);
 }
 
-Test(gemm, nt_all_shapes) { gemm_all_shapes(NT, "gemm_nt"); }
-Test(gemm, nn_all_shapes) { gemm_all_shapes(NN, "gemm_nn"); }
-Test(gemm, tn_all_shapes) { gemm_all_shapes(TN, "gemm_tn"); }
+Test(gemm, nt_all_shapes)
+{
+    gemm_all_shapes(NT, "gemm_nt");
+}
+Test(gemm, nn_all_shapes)
+{
+    gemm_all_shapes(NN, "gemm_nn");
+}
+Test(gemm, tn_all_shapes)
+{
+    gemm_all_shapes(TN, "gemm_tn");
+}
 
 // The three layouts are one product seen three ways: with A, B and their
 // transposes stored explicitly, nt, nn and tn must give bit-identical C (the
@@ -127,9 +136,12 @@ Test(gemm, layouts_agree)
 {
     uint64_t rng = 77;
     int M = 13, N = 17, K = 31;
-    float *A = clef_test_falloc((size_t)M * K), *At = clef_test_falloc((size_t)K * M);
-    float *B = clef_test_falloc((size_t)K * N), *Bt = clef_test_falloc((size_t)N * K);
-    float *C1 = clef_test_falloc((size_t)M * N), *C2 = clef_test_falloc((size_t)M * N);
+    float *A = clef_test_falloc((size_t)M * K),
+          *At = clef_test_falloc((size_t)K * M);
+    float *B = clef_test_falloc((size_t)K * N),
+          *Bt = clef_test_falloc((size_t)N * K);
+    float *C1 = clef_test_falloc((size_t)M * N),
+          *C2 = clef_test_falloc((size_t)M * N);
     float *C3 = clef_test_falloc((size_t)M * N);
     clef_test_fill_uniform(A, (size_t)M * K, -1, 1, &rng);
     clef_test_fill_uniform(B, (size_t)K * N, -1, 1, &rng);

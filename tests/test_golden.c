@@ -36,9 +36,9 @@ static void golden_load_mode(golden *g, const char *mode)
                  0, "%s", err.msg);
     cr_assert_eq(clef_package_prepare(&g->pkg, &clef_scalar_kernels, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(clef_weights_load(GOLDEN "/weights.safetensors", 2, &g->hd,
-                                   &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(
+        clef_weights_load(GOLDEN "/weights.safetensors", 2, &g->hd, &err), 0,
+        "%s", err.msg);
     json_error_t jerr;
     g->expected = json_load_file(GOLDEN "/expected.json", 0, &jerr);
     cr_assert_not_null(g->expected, "expected.json: %s", jerr.text);
@@ -49,14 +49,18 @@ static void golden_load_mode(golden *g, const char *mode)
     json_t *s = json_object_get(g->expected, "settings");
     json_t *a = json_object_get(s, "adamw");
     clef_train_opts_default(&g->opts);
-    g->opts.smoothing = json_number_value(json_object_get(s, "label_smoothing"));
+    g->opts.smoothing =
+        json_number_value(json_object_get(s, "label_smoothing"));
     g->opts.brier = json_number_value(json_object_get(s, "brier"));
     g->opts.ordinal = json_number_value(json_object_get(s, "ordinal"));
     g->opts.lr = json_number_value(json_object_get(a, "lr"));
-    g->opts.beta1 = json_number_value(json_array_get(json_object_get(a, "betas"), 0));
-    g->opts.beta2 = json_number_value(json_array_get(json_object_get(a, "betas"), 1));
+    g->opts.beta1 =
+        json_number_value(json_array_get(json_object_get(a, "betas"), 0));
+    g->opts.beta2 =
+        json_number_value(json_array_get(json_object_get(a, "betas"), 1));
     g->opts.eps = json_number_value(json_object_get(a, "eps"));
-    g->opts.weight_decay = json_number_value(json_object_get(a, "weight_decay"));
+    g->opts.weight_decay =
+        json_number_value(json_object_get(a, "weight_decay"));
     const char *scope = json_string_value(json_object_get(a, "decay_scope"));
     cr_assert_not_null(scope);
     g->opts.decay_all = strcmp(scope, "all") == 0;
@@ -82,8 +86,9 @@ static void expect_rel_floor(const char *what, double got, double want,
         fprintf(stderr, "[golden] %-60s rel %.3g\n", what, rel);
     if (rel > worst_rel)
         worst_rel = rel;
-    cr_expect(rel <= REL_TOL, "%s: got %.9g, expected %.9g (relative error %.3g > %g)",
-              what, got, want, rel, REL_TOL);
+    cr_expect(rel <= REL_TOL,
+              "%s: got %.9g, expected %.9g (relative error %.3g > %g)", what,
+              got, want, rel, REL_TOL);
 }
 
 static void expect_rel(const char *what, double got, double want)
@@ -107,7 +112,10 @@ static double tensor_sum(const float *x, size_t n)
     return s;
 }
 
-static void golden_load(golden *g) { golden_load_mode(g, "auto"); }
+static void golden_load(golden *g)
+{
+    golden_load_mode(g, "auto");
+}
 
 static void golden_full(const char *mode)
 {
@@ -135,18 +143,21 @@ static void golden_full(const char *mode)
     cr_assert_eq((int)json_array_size(ep), r->Q);
     for (int q = 0; q < r->Q; q++) {
         json_t *row = json_array_get(ep, q);
-        cr_assert_eq((int)json_array_size(row), r->opt_off[q + 1] - r->opt_off[q]);
+        cr_assert_eq((int)json_array_size(row),
+                     r->opt_off[q + 1] - r->opt_off[q]);
         for (int o = r->opt_off[q]; o < r->opt_off[q + 1]; o++) {
             snprintf(what, sizeof(what), "probability q%d o%d", q, o);
-            expect_rel(what, p[o],
-                       json_number_value(json_array_get(row, o - r->opt_off[q])));
+            expect_rel(
+                what, p[o],
+                json_number_value(json_array_get(row, o - r->opt_off[q])));
         }
     }
-    expect_rel("loss", loss, json_number_value(json_object_get(g.expected, "loss")));
+    expect_rel("loss", loss,
+               json_number_value(json_object_get(g.expected, "loss")));
 
     // one update: gradients (kept in hd.grads after the step), then weights
-    double step_loss = clef_train_step(&clef_scalar_kernels, &g.hd, &r, 1, g.ws,
-                                       &g.opts);
+    double step_loss =
+        clef_train_step(&clef_scalar_kernels, &g.hd, &r, 1, g.ws, &g.opts);
     cr_expect_eq(step_loss, loss, "the update's loss is the forward's loss");
     json_t *gl2 = json_object_get(g.expected, "grad_l2");
     const double grad_total =
@@ -157,12 +168,14 @@ static void golden_full(const char *mode)
     for (int i = 0; i < g.hd.ntensors; i++) {
         const clef_tensor_info *t = &g.hd.tensors[i];
         json_t *want = json_object_get(gl2, t->name);
-        cr_assert_not_null(want, "expected.json has no grad_l2 for %s", t->name);
+        cr_assert_not_null(want, "expected.json has no grad_l2 for %s",
+                           t->name);
         snprintf(what, sizeof(what), "grad L2 of %s", t->name);
         expect_rel_floor(what, tensor_l2(g.hd.grads + t->offset, t->numel),
                          json_number_value(want), FLT_EPSILON * grad_total);
         json_t *st = json_object_get(after, t->name);
-        cr_assert_not_null(st, "expected.json has no after_one_step for %s", t->name);
+        cr_assert_not_null(st, "expected.json has no after_one_step for %s",
+                           t->name);
         snprintf(what, sizeof(what), "sum after one step of %s", t->name);
         expect_rel(what, tensor_sum(g.hd.params + t->offset, t->numel),
                    json_number_value(json_object_get(st, "sum")));
@@ -172,7 +185,8 @@ static void golden_full(const char *mode)
     }
     expect_rel("grad L2 total", clef_grad_norm(&g.hd),
                json_number_value(json_object_get(g.expected, "grad_l2_total")));
-    fprintf(stderr, "[golden] worst relative error against expected.json: %.3g\n",
+    fprintf(stderr,
+            "[golden] worst relative error against expected.json: %.3g\n",
             worst_rel);
     golden_free(&g);
 }
@@ -183,8 +197,14 @@ Test(golden, logits_probabilities_loss_grads_and_one_adamw_step)
 }
 
 // The same with the memory attentions forced into each form.
-Test(golden, memory_attention_projected) { golden_full("project"); }
-Test(golden, memory_attention_absorbed) { golden_full("absorb"); }
+Test(golden, memory_attention_projected)
+{
+    golden_full("project");
+}
+Test(golden, memory_attention_absorbed)
+{
+    golden_full("absorb");
+}
 
 // The intermediates of expected.json pin each stage of the forward pass, so a
 // disagreement says where it starts.
@@ -203,7 +223,8 @@ Test(golden, intermediates)
     float gv[64], m0[64], qv0[64];
     cr_assert(d <= 64 && w <= 64);
     for (int i = 0; i < d; i++) {
-        gv[i] = r->xhat[(size_t)(T - 1) * d + i] * g.hd.p.hn_w[i] + g.hd.p.hn_b[i];
+        gv[i] =
+            r->xhat[(size_t)(T - 1) * d + i] * g.hd.p.hn_w[i] + g.hd.p.hn_b[i];
         qv0[i] = r->qvhat[i] * g.hd.p.hn_w[i] + g.hd.p.hn_b[i];
     }
     for (int j = 0; j < w; j++) {
@@ -218,7 +239,10 @@ Test(golden, intermediates)
         const float *got;
         int n;
     } checks[] = {
-        {"g = X[T-1]", gv, d}, {"M[0]", m0, w}, {"qv[0]", qv0, d}, {"lex[0]", r->lex, d},
+        {"g = X[T-1]", gv, d},
+        {"M[0]", m0, w},
+        {"qv[0]", qv0, d},
+        {"lex[0]", r->lex, d},
     };
     for (size_t c = 0; c < sizeof(checks) / sizeof(checks[0]); c++) {
         json_t *want = json_object_get(im, checks[c].key);
@@ -226,8 +250,9 @@ Test(golden, intermediates)
         for (int i = 0; i < checks[c].n; i++) {
             double wv = json_number_value(json_array_get(want, i));
             double err = fabs(checks[c].got[i] - wv);
-            cr_expect(err <= REL_TOL * fmax(fabs(wv), 1e-3), "%s[%d]: got %.9g want %.9g",
-                      checks[c].key, i, checks[c].got[i], wv);
+            cr_expect(err <= REL_TOL * fmax(fabs(wv), 1e-3),
+                      "%s[%d]: got %.9g want %.9g", checks[c].key, i,
+                      checks[c].got[i], wv);
         }
     }
     golden_free(&g);

@@ -55,13 +55,15 @@
 #include "util.h"
 #include "cpu/clock.h"
 
-#define FD_UNITS 256.0      // 2^8 FLT_EPSILON · scale per gradient element
-#define FD_FLOOR 1e-3       // scale floor: fraction of the head's ‖fd‖∞
-#define LOGIT_UNITS 256.0   // float logits vs the reference
-#define GOLDEN_UNITS 8.0    // the reference vs the golden float64 answers
+#define FD_UNITS 256.0    // 2^8 FLT_EPSILON · scale per gradient element
+#define FD_FLOOR 1e-3     // scale floor: fraction of the head's ‖fd‖∞
+#define LOGIT_UNITS 256.0 // float logits vs the reference
+#define GOLDEN_UNITS 8.0  // the reference vs the golden float64 answers
 
-static const clef_config cfg_a = {.d = 6, .w = 8, .h = 2, .f = 12, .R = 2, .L = 2};
-static const clef_config cfg_b = {.d = 5, .w = 6, .h = 3, .f = 7, .R = 1, .L = 1};
+static const clef_config cfg_a = {
+    .d = 6, .w = 8, .h = 2, .f = 12, .R = 2, .L = 2};
+static const clef_config cfg_b = {
+    .d = 5, .w = 6, .h = 3, .f = 7, .R = 1, .L = 1};
 
 // ---- a head, a record and the float forward/loss/backward on it ----
 
@@ -146,9 +148,9 @@ static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
     c->E = clef_test_falloc((size_t)c->V * cfg->d);
     clef_test_fill_uniform(c->E, (size_t)c->V * cfg->d, -1, 1, &rng);
     clef_test_random_record(&c->r, T, cfg->d, Q, qtype, nopt, soft, c->V, &rng);
-    cr_assert_eq(clef_record_prepare(&clef_scalar_kernels, &c->r, c->E, c->V,
-                                     &err),
-                 CLEF_OK, "%s", err.msg);
+    cr_assert_eq(
+        clef_record_prepare(&clef_scalar_kernels, &c->r, c->E, c->V, &err),
+        CLEF_OK, "%s", err.msg);
 
     clef_train_opts_default(&c->to);
     c->to.smoothing = 0.1, c->to.brier = 0.25, c->to.ordinal = 0.3;
@@ -158,9 +160,12 @@ static void fd_case_make(fd_case *c, const clef_config *cfg, uint64_t seed,
     cr_assert_eq(n_q, Q, "clef_batch_counts: N = %d, expected %d", n_q, Q);
     cr_assert_eq(n_score, 1, "clef_batch_counts: N_score = %d, expected 1",
                  n_score);
-    c->lo = (clef_ref_loss_opts){.smoothing = 0.1, .brier = 0.25,
-                                 .ordinal = 0.3, .n_q = n_q,
-                                 .n_score = n_score, .drop = &c->drop};
+    c->lo = (clef_ref_loss_opts){.smoothing = 0.1,
+                                 .brier = 0.25,
+                                 .ordinal = 0.3,
+                                 .n_q = n_q,
+                                 .n_score = n_score,
+                                 .drop = &c->drop};
     clef_dropout_set(&c->drop, p, seed, 7, 0);
 
     // the float path: forward, loss, backward into zeroed grads
@@ -221,7 +226,8 @@ static void check_forward(const clef_config *cfg, uint64_t seed,
     double loss = ref_loss(&c, zr);
     cr_assert(isfinite(loss), "reference loss %g", loss);
     double scale = fmax(clef_test_max_abs_d(zr, O), 1.0);
-    bool ok = clef_test_close_d(c.z, zr, O, LOGIT_UNITS * CLEF_TEST_EPS * scale, 0);
+    bool ok =
+        clef_test_close_d(c.z, zr, O, LOGIT_UNITS * CLEF_TEST_EPS * scale, 0);
     // the float loss of the same logits, for the record
     double fl = clef_record_loss(&clef_scalar_kernels, &c.r, c.z, &c.to,
                                  c.lo.n_q, c.lo.n_score, c.p, c.dz);
@@ -230,8 +236,9 @@ static void check_forward(const clef_config *cfg, uint64_t seed,
         double worst = 0.0;
         for (int o = 0; o < O; o++)
             worst = fmax(worst, fabs(c.z[o] - zr[o]));
-        fprintf(stderr, "[head_fd] forward d=%d w=%d: max|z - ref| = %.3g = "
-                        "%.2f eps*scale (allowed %.0f); loss %.9g vs %.9g\n",
+        fprintf(stderr,
+                "[head_fd] forward d=%d w=%d: max|z - ref| = %.3g = "
+                "%.2f eps*scale (allowed %.0f); loss %.9g vs %.9g\n",
                 cfg->d, cfg->w, worst, worst / (CLEF_TEST_EPS * scale),
                 LOGIT_UNITS, fl, loss);
     }
@@ -304,7 +311,8 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
         const clef_tensor_info *t = &c.hd.tensors[ti];
         const float *g = c.hd.grads + t->offset;
         const double *f = fd + t->offset;
-        double scale = fmax(clef_test_max_abs_d(f, t->numel), FD_FLOOR * fd_all);
+        double scale =
+            fmax(clef_test_max_abs_d(f, t->numel), FD_FLOOR * fd_all);
         double maxerr = 0.0;
         size_t at = 0;
         for (size_t k = 0; k < t->numel; k++) {
@@ -316,15 +324,17 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
         if (!(units <= worst_units) || isnan(units))
             worst_units = units, worst_name = t->name;
         if (report)
-            fprintf(stderr, "[head_fd] %-46s n=%-5zu scale=%.3e worst=%8.2f "
-                            "eps (at [%zu]: an %.9g fd %.9g)\n",
+            fprintf(stderr,
+                    "[head_fd] %-46s n=%-5zu scale=%.3e worst=%8.2f "
+                    "eps (at [%zu]: an %.9g fd %.9g)\n",
                     t->name, t->numel, scale, units, at, g[at], f[at]);
         if (!(units <= FD_UNITS)) {
             if (!nbad++)
                 first_bad = t->name;
-            fprintf(stderr, "[head_fd] MISMATCH %s: [%zu] analytic %.9g fd "
-                            "%.9g |diff| %.3g = %.1f eps*scale (allowed %.0f, "
-                            "scale %.3g)\n",
+            fprintf(stderr,
+                    "[head_fd] MISMATCH %s: [%zu] analytic %.9g fd "
+                    "%.9g |diff| %.3g = %.1f eps*scale (allowed %.0f, "
+                    "scale %.3g)\n",
                     t->name, at, g[at], f[at], maxerr, units, FD_UNITS, scale);
         }
     }
@@ -350,16 +360,19 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
                                  FD_FLOOR * fd_all);
                 for (size_t k = 0; k < t->numel; k++) {
                     double u = fabs((double)c.hd.grads[t->offset + k] -
-                                    fd[t->offset + k]) / (CLEF_TEST_EPS * sc);
+                                    fd[t->offset + k]) /
+                               (CLEF_TEST_EPS * sc);
                     wu = u > wu ? u : wu;
                 }
             }
-            fprintf(stderr, "[head_fd] family %-44s worst %8.2f eps\n", fam, wu);
+            fprintf(stderr, "[head_fd] family %-44s worst %8.2f eps\n", fam,
+                    wu);
         }
     }
-    fprintf(stderr, "[head_fd] d=%d w=%d h=%d f=%d R=%d L=%d: %zu params, FD "
-                    "%.2f s, worst %.1f eps*scale in %s (allowed %.0f), "
-                    "%d of %d tensors fail\n",
+    fprintf(stderr,
+            "[head_fd] d=%d w=%d h=%d f=%d R=%d L=%d: %zu params, FD "
+            "%.2f s, worst %.1f eps*scale in %s (allowed %.0f), "
+            "%d of %d tensors fail\n",
             cfg->d, cfg->w, cfg->h, cfg->f, cfg->R, cfg->L, np, t_fd,
             worst_units, worst_name, FD_UNITS, nbad, c.hd.ntensors);
     char first[2 * CLEF_NAME_MAX] = "";
@@ -367,8 +380,10 @@ static void check_gradient(const clef_config *cfg, uint64_t seed, int saturate,
         snprintf(first, sizeof(first), "%s", first_bad);
     free(fd);
     fd_case_free(&c);
-    cr_assert_eq(nbad, 0, "%d tensors disagree with finite differences; first: "
-                          "%s", nbad, first);
+    cr_assert_eq(nbad, 0,
+                 "%d tensors disagree with finite differences; first: "
+                 "%s",
+                 nbad, first);
 }
 
 Test(head_fd, gradient_every_tensor_a, .timeout = 60)
@@ -420,12 +435,13 @@ Test(head_fd, gradient_kappa_clamped_b, .timeout = 60)
 // against central differences as above, scaled
 // by the largest of the sampled differences per tensor: a block that misses
 // or repeats columns is off by a whole gradient there.
-static const clef_config cfg_wide = {.d = 1300, .w = 8, .h = 2, .f = 12, .R = 1, .L = 1};
+static const clef_config cfg_wide = {
+    .d = 1300, .w = 8, .h = 2, .f = 12, .R = 1, .L = 1};
 
 static void check_wide_gradient(const char *mode)
 {
-    static const char *const names[] = {"memory_projection.weight",
-                                        "hidden_norm.weight", "hidden_norm.bias"};
+    static const char *const names[] = {
+        "memory_projection.weight", "hidden_norm.weight", "hidden_norm.bias"};
     static const int cols[] = {0, 575, 576, 1023, 1024, 1279, 1280, 1299};
     const int ncol = (int)(sizeof(cols) / sizeof(cols[0])), d = cfg_wide.d;
     fd_case c;
@@ -450,8 +466,9 @@ static void check_wide_gradient(const char *mode)
             if (units <= FD_UNITS)
                 continue;
             nbad++;
-            cr_expect(0, "%s (%s) row %d column %d: analytic %.9g fd %.9g "
-                         "(%.1f eps*scale, allowed %.0f)",
+            cr_expect(0,
+                      "%s (%s) row %d column %d: analytic %.9g fd %.9g "
+                      "(%.1f eps*scale, allowed %.0f)",
                       names[n], mode, k / ncol, cols[k % ncol], an[k], fd[k],
                       units, FD_UNITS);
         }
@@ -477,7 +494,8 @@ static bool rows_sum_to_zero(const clef_head *hd, const char *name)
     cr_assert_geq(ti, 0, "no tensor %s", name);
     const clef_tensor_info *t = &hd->tensors[ti];
     const int w = hd->cfg.w, rows = (int)(t->numel / w);
-    cr_assert_eq(t->numel % w, 0, "%s: %zu not a multiple of w", name, t->numel);
+    cr_assert_eq(t->numel % w, 0, "%s: %zu not a multiple of w", name,
+                 t->numel);
     const float *g = hd->grads + t->offset;
     bool ok = true;
     for (int i = 0; i < rows; i++) {
@@ -486,11 +504,15 @@ static bool rows_sum_to_zero(const clef_head *hd, const char *name)
             s += g[(size_t)i * w + k], a += fabs(g[(size_t)i * w + k]);
         double tol = 4.0 * (w + 8) * CLEF_TEST_EPS * a;
         if (getenv("CLEF_TEST_FD_REPORT"))
-            fprintf(stderr, "[head_fd] Σrow %s[%d] = %.3g (Σ|g| %.3g, allowed "
-                            "%.3g)\n", name, i, s, a, tol);
+            fprintf(stderr,
+                    "[head_fd] Σrow %s[%d] = %.3g (Σ|g| %.3g, allowed "
+                    "%.3g)\n",
+                    name, i, s, a, tol);
         if (!(fabs(s) <= tol)) {
-            fprintf(stderr, "[head_fd] %s row %d sums to %.3g (Σ|g| %.3g), "
-                            "allowed %.3g\n", name, i, s, a, tol);
+            fprintf(stderr,
+                    "[head_fd] %s row %d sums to %.3g (Σ|g| %.3g), "
+                    "allowed %.3g\n",
+                    name, i, s, a, tol);
             ok = false;
         }
     }
@@ -509,13 +531,15 @@ static void check_invariants(const clef_config *cfg, uint64_t seed)
     double mag = 0.0;
     for (int o = 0; o < c.r.O; o++)
         mag += fabs(c.p[o]) + fabs(c.r.target[o]) + c.lo.smoothing;
-    mag *= (1.0 + 2.0 * c.lo.brier + c.lo.ordinal) / c.lo.n_q /
-           (1.0 + exp(-gate));
+    mag *=
+        (1.0 + 2.0 * c.lo.brier + c.lo.ordinal) / c.lo.n_q / (1.0 + exp(-gate));
     const double btol = 4.0 * (c.r.O + 8) * CLEF_TEST_EPS * mag;
     bool bias_ok = fabs(b[0]) <= btol;
     if (!bias_ok || getenv("CLEF_TEST_FD_REPORT"))
-        fprintf(stderr, "[head_fd] residual_scorer.3.bias grad %.3g, allowed "
-                        "%.3g\n", b[0], btol);
+        fprintf(stderr,
+                "[head_fd] residual_scorer.3.bias grad %.3g, allowed "
+                "%.3g\n",
+                b[0], btol);
 
     bool rows_ok = rows_sum_to_zero(&c.hd, "type_embedding.weight");
     char name[CLEF_NAME_MAX];
@@ -524,7 +548,8 @@ static void check_invariants(const clef_config *cfg, uint64_t seed)
         rows_ok &= rows_sum_to_zero(&c.hd, name);
         snprintf(name, sizeof(name), "layers.%d.self_attn.out_proj.bias", j);
         rows_ok &= rows_sum_to_zero(&c.hd, name);
-        snprintf(name, sizeof(name), "layers.%d.multihead_attn.out_proj.bias", j);
+        snprintf(name, sizeof(name), "layers.%d.multihead_attn.out_proj.bias",
+                 j);
         rows_ok &= rows_sum_to_zero(&c.hd, name);
     }
     // the invariant must not hold trivially: the field stream gets gradient
@@ -536,12 +561,21 @@ static void check_invariants(const clef_config *cfg, uint64_t seed)
     cr_assert_gt(te, 0.0, "type_embedding gets no gradient at all");
 }
 
-Test(head_fd, invariants_a) { check_invariants(&cfg_a, 0x1a01); }
-Test(head_fd, invariants_b) { check_invariants(&cfg_b, 0x1a02); }
+Test(head_fd, invariants_a)
+{
+    check_invariants(&cfg_a, 0x1a01);
+}
+Test(head_fd, invariants_b)
+{
+    check_invariants(&cfg_b, 0x1a02);
+}
 
 // ---- the reference against the golden record ----
 
-static const char *golden_dir(void) { return CLEF_TEST_DATA "/golden/tiny"; }
+static const char *golden_dir(void)
+{
+    return CLEF_TEST_DATA "/golden/tiny";
+}
 
 static json_t *load_json(const char *file)
 {
@@ -604,14 +638,15 @@ static void golden_record(json_t *pkg, int d, clef_record *r)
     for (int q = 0; q < r->Q; q++) {
         json_t *jq = json_array_get(qs, q);
         r->qtype[q] = qtype_of(json_string_value(json_object_get(jq, "type")));
-        r->opt_off[q + 1] = r->opt_off[q] +
-                            (int)json_array_size(json_object_get(jq, "options"));
+        r->opt_off[q + 1] = r->opt_off[q] + (int)json_array_size(
+                                                json_object_get(jq, "options"));
     }
     r->O = r->opt_off[r->Q];
     r->target = clef_test_falloc(r->O);
     for (int q = 0; q < r->Q; q++) {
         json_t *jq = json_array_get(qs, q);
-        json_t *lab = json_object_get(jq, "label"), *tg = json_object_get(jq, "target");
+        json_t *lab = json_object_get(jq, "label"),
+               *tg = json_object_get(jq, "target");
         r->has_target[q] = 1;
         r->label[q] = -1;
         if (json_is_integer(lab)) {
@@ -637,16 +672,19 @@ static void golden_record(json_t *pkg, int d, clef_record *r)
     r->qspan = clef_test_ialloc((size_t)2 * r->Q);
     r->ospan = clef_test_ialloc((size_t)2 * r->O);
     clef_err err = {0};
-    cr_assert_eq(clef_st_read_f32(&sh, th, r->H, 1, &err), CLEF_OK, "%s", err.msg);
+    cr_assert_eq(clef_st_read_f32(&sh, th, r->H, 1, &err), CLEF_OK, "%s",
+                 err.msg);
     snprintf(key, sizeof(key), "%s/input_ids", id);
     cr_assert_eq(clef_st_read_i32(&sh, st_get(&sh, key, r->T), r->ids, &err),
                  CLEF_OK, "%s", err.msg);
     snprintf(key, sizeof(key), "%s/question_spans", id);
-    cr_assert_eq(clef_st_read_i32(&sh, st_get(&sh, key, 2 * r->Q), r->qspan, &err),
-                 CLEF_OK, "%s", err.msg);
+    cr_assert_eq(
+        clef_st_read_i32(&sh, st_get(&sh, key, 2 * r->Q), r->qspan, &err),
+        CLEF_OK, "%s", err.msg);
     snprintf(key, sizeof(key), "%s/option_spans", id);
-    cr_assert_eq(clef_st_read_i32(&sh, st_get(&sh, key, 2 * r->O), r->ospan, &err),
-                 CLEF_OK, "%s", err.msg);
+    cr_assert_eq(
+        clef_st_read_i32(&sh, st_get(&sh, key, 2 * r->O), r->ospan, &err),
+        CLEF_OK, "%s", err.msg);
     clef_st_close(&sh);
 }
 
@@ -669,8 +707,9 @@ static bool golden_close(const char *what, json_t *want, const double *got,
     double units = worst / (CLEF_TEST_EPS * mx);
     bool ok = units <= GOLDEN_UNITS;
     if (!ok || getenv("CLEF_TEST_FD_REPORT"))
-        fprintf(stderr, "[head_fd] golden %-10s worst |ref - golden| %.3g at "
-                        "[%d] (%.17g vs %.17g) = %.2f eps*max (allowed %.0f)\n",
+        fprintf(stderr,
+                "[head_fd] golden %-10s worst |ref - golden| %.3g at "
+                "[%d] (%.17g vs %.17g) = %.2f eps*max (allowed %.0f)\n",
                 what, worst, at, got[at],
                 json_number_value(json_array_get(want, at)), units,
                 GOLDEN_UNITS);
@@ -681,10 +720,12 @@ Test(head_fd, golden_reference)
 {
     json_t *pkg = load_json("package.json"), *exp = load_json("expected.json");
     json_t *head = json_object_get(pkg, "head");
-    clef_config cfg = {
-        .d = cfg_int(head, "hidden_size"), .w = cfg_int(head, "width"),
-        .h = cfg_int(head, "heads"), .f = cfg_int(head, "feedforward"),
-        .R = cfg_int(head, "routing_layers"), .L = cfg_int(head, "layers")};
+    clef_config cfg = {.d = cfg_int(head, "hidden_size"),
+                       .w = cfg_int(head, "width"),
+                       .h = cfg_int(head, "heads"),
+                       .f = cfg_int(head, "feedforward"),
+                       .R = cfg_int(head, "routing_layers"),
+                       .L = cfg_int(head, "layers")};
     clef_head hd;
     clef_err err = {0};
     cr_assert_eq(clef_head_alloc(&hd, &cfg, &err), CLEF_OK, "%s", err.msg);
@@ -722,31 +763,39 @@ Test(head_fd, golden_reference)
         .smoothing = json_number_value(json_object_get(set, "label_smoothing")),
         .brier = json_number_value(json_object_get(set, "brier")),
         .ordinal = json_number_value(json_object_get(set, "ordinal")),
-        .n_q = r.Q, .n_score = n_score};
+        .n_q = r.Q,
+        .n_score = n_score};
     const int d = cfg.d, w = cfg.w, O = r.O;
     double *z = clef_test_dalloc(O);
-    clef_ref_trace tr = {
-        .g = clef_test_dalloc(d), .M0 = clef_test_dalloc(w),
-        .qv0 = clef_test_dalloc(d), .lex0 = clef_test_dalloc(d),
-        .R0_0 = clef_test_dalloc(w), .R_0 = clef_test_dalloc(w),
-        .Fhat0 = clef_test_dalloc(w), .prior = clef_test_dalloc(O),
-        .cos = clef_test_dalloc(O), .res = clef_test_dalloc(O)};
+    clef_ref_trace tr = {.g = clef_test_dalloc(d),
+                         .M0 = clef_test_dalloc(w),
+                         .qv0 = clef_test_dalloc(d),
+                         .lex0 = clef_test_dalloc(d),
+                         .R0_0 = clef_test_dalloc(w),
+                         .R_0 = clef_test_dalloc(w),
+                         .Fhat0 = clef_test_dalloc(w),
+                         .prior = clef_test_dalloc(O),
+                         .cos = clef_test_dalloc(O),
+                         .res = clef_test_dalloc(O)};
     double loss = clef_ref_head_loss_trace(&hd, theta, &r, E, V, &lo, z, &tr);
 
     json_t *im = json_object_get(exp, "intermediates");
-    bool ok = golden_close("g = X[T-1]", json_object_get(im, "g = X[T-1]"), tr.g, d);
+    bool ok =
+        golden_close("g = X[T-1]", json_object_get(im, "g = X[T-1]"), tr.g, d);
     ok &= golden_close("M[0]", json_object_get(im, "M[0]"), tr.M0, w);
     ok &= golden_close("qv[0]", json_object_get(im, "qv[0]"), tr.qv0, d);
     ok &= golden_close("lex[0]", json_object_get(im, "lex[0]"), tr.lex0, d);
     ok &= golden_close("R0[0]", json_object_get(im, "R0[0]"), tr.R0_0, w);
     ok &= golden_close("R[0]", json_object_get(im, "R[0]"), tr.R_0, w);
-    ok &= golden_close("F_hat[0]", json_object_get(im, "F_hat[0]"), tr.Fhat0, w);
+    ok &=
+        golden_close("F_hat[0]", json_object_get(im, "F_hat[0]"), tr.Fhat0, w);
     ok &= golden_close("prior", json_object_get(im, "prior"), tr.prior, O);
     ok &= golden_close("cos", json_object_get(im, "cos"), tr.cos, O);
     ok &= golden_close("residual", json_object_get(im, "residual"), tr.res, O);
     ok &= golden_close("logits", json_object_get(exp, "logits"), z, O);
     json_t *jl = json_array(); // the loss as a vector of one
-    json_array_append_new(jl, json_real(json_number_value(json_object_get(exp, "loss"))));
+    json_array_append_new(
+        jl, json_real(json_number_value(json_object_get(exp, "loss"))));
     ok &= golden_close("loss", jl, &loss, 1);
     json_decref(jl);
     cr_expect(ok, "the double reference does not reproduce the golden record");

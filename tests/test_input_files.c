@@ -24,8 +24,9 @@
 // instead: no single allocation over 2 GiB (it returns NULL, as malloc
 // would under the limit), and the process dies past 3 GiB resident.
 #ifdef CLEF_SANITIZE
-#define CLEF_BOUND "export ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}" \
-    "allocator_may_return_null=1:max_allocation_size_mb=2048:" \
+#define CLEF_BOUND                                                             \
+    "export ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}"                    \
+    "allocator_may_return_null=1:max_allocation_size_mb=2048:"                 \
     "hard_rss_limit_mb=3072\"; "
 #else
 #define CLEF_BOUND "ulimit -v 2097152; "
@@ -33,19 +34,20 @@
 static int clef_bounded(const char *dir, const char *args)
 {
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), CLEF_BOUND "exec timeout 20 %s/clef "
-             "%s >%s/out 2>%s/err", CLEF_BIN_DIR, args, dir, dir);
+    snprintf(cmd, sizeof(cmd),
+             CLEF_BOUND "exec timeout 20 %s/clef "
+                        "%s >%s/out 2>%s/err",
+             CLEF_BIN_DIR, args, dir, dir);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void expect_refused(const char *dir, const char *args,
-                           const char *what)
+static void expect_refused(const char *dir, const char *args, const char *what)
 {
     int rc = clef_bounded(dir, args);
     cr_expect_eq(rc, 2, "%s: exit %d (124: it hung)", args, rc);
-    cr_expect(strstr(tp_err(dir), what), "%s: stderr \"%s\" lacks \"%s\"",
-              args, tp_err(dir), what);
+    cr_expect(strstr(tp_err(dir), what), "%s: stderr \"%s\" lacks \"%s\"", args,
+              tp_err(dir), what);
 }
 
 // A FIFO blocked the open forever; /dev/zero grew memory without bound.
@@ -68,11 +70,15 @@ Test(input_files, only_regular_files_are_read, .timeout = 120)
         snprintf(args, sizeof(args), inputs[i][0], arg);
         expect_refused(dir, args, inputs[i][1]);
     }
-    snprintf(args, sizeof(args), "score --weights %s --package "
-             "%s/package.json", fifo, pkg);
+    snprintf(args, sizeof(args),
+             "score --weights %s --package "
+             "%s/package.json",
+             fifo, pkg);
     expect_refused(dir, args, "FIFO");
-    snprintf(args, sizeof(args), "train --package %s/package.json --run-dir "
-             "%s/run --init /dev/zero", pkg, dir);
+    snprintf(args, sizeof(args),
+             "train --package %s/package.json --run-dir "
+             "%s/run --init /dev/zero",
+             pkg, dir);
     expect_refused(dir, args, "/dev/zero");
     cr_expect(!tp_exists(tp_path(dir, "run")));
     // a shard replaced by a FIFO inside the package folder
@@ -159,8 +165,8 @@ static void set_head_size(json_t *hdr)
 {
     json_t *meta = json_object_get(hdr, "__metadata__");
     json_error_t je;
-    json_t *head = json_loads(json_string_value(json_object_get(meta, "head")),
-                              0, &je);
+    json_t *head =
+        json_loads(json_string_value(json_object_get(meta, "head")), 0, &je);
     cr_assert_not_null(head);
     json_object_set_new(head, g_key, json_integer(g_value));
     char *s = json_dumps(head, JSON_COMPACT);
@@ -179,8 +185,10 @@ Test(input_files, impossible_head_sizes_exit_2, .timeout = 60)
     const struct {
         const char *key;
         long long v;
-    } cases[] = {{"width", 1780576565}, {"width", 16777216},
-                 {"hidden_size", 2147483647}, {"feedforward", 65537},
+    } cases[] = {{"width", 1780576565},
+                 {"width", 16777216},
+                 {"hidden_size", 2147483647},
+                 {"feedforward", 65537},
                  {"layers", 1000}};
     char args[3000], *w = tp_path(dir, "w.safetensors");
     for (int i = 0; i < 5; i++) {
@@ -190,12 +198,16 @@ Test(input_files, impossible_head_sizes_exit_2, .timeout = 60)
         g_key = cases[i].key;
         g_value = cases[i].v;
         cr_assert_eq(tp_st_edit_header(w, set_head_size), 0);
-        snprintf(args, sizeof(args), "score --weights %s --package "
-                 "%s/package.json", w, pkg);
+        snprintf(args, sizeof(args),
+                 "score --weights %s --package "
+                 "%s/package.json",
+                 w, pkg);
         expect_refused(dir, args, "head");
         cr_expect(strstr(tp_err(dir), "w.safetensors"), "%s", tp_err(dir));
-        snprintf(args, sizeof(args), "train --package %s/package.json "
-                 "--run-dir %s/run --init %s", pkg, dir, w);
+        snprintf(args, sizeof(args),
+                 "train --package %s/package.json "
+                 "--run-dir %s/run --init %s",
+                 pkg, dir, w);
         expect_refused(dir, args, "head");
         cr_expect(!tp_exists(tp_path(dir, "run")));
     }

@@ -12,19 +12,22 @@ static void bias_family(const char *isa)
         for (int rows = 1; rows <= 7; rows += 3) {
             int n = isa_lengths[li];
             size_t sz = (size_t)rows * n;
-            float *b = clef_test_falloc(n), *y = clef_test_falloc(sz), *yr = clef_test_falloc(sz);
+            float *b = clef_test_falloc(n), *y = clef_test_falloc(sz),
+                  *yr = clef_test_falloc(sz);
             float *db = clef_test_falloc(n), *dbr = clef_test_falloc(n);
             clef_test_fill_uniform(b, n, -1, 1, &rng);
             clef_test_fill_uniform(y, sz, -1, 1, &rng);
             clef_test_fcopy(yr, y, sz);
             k->bias_add(rows, n, b, y);
             clef_scalar_kernels.bias_add(rows, n, b, yr);
-            cr_assert(isa_same("bias_add y", y, yr, sz), "%s bias_add rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_same("bias_add y", y, yr, sz),
+                      "%s bias_add rows=%d n=%d", isa, rows, n);
             clef_test_fill_pattern(db, n);
             clef_test_fcopy(dbr, db, n);
             k->colsum(rows, n, y, db);
             clef_scalar_kernels.colsum(rows, n, y, dbr);
-            cr_assert(isa_same("colsum db", db, dbr, n), "%s colsum rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_same("colsum db", db, dbr, n),
+                      "%s colsum rows=%d n=%d", isa, rows, n);
             free(b), free(y), free(yr), free(db), free(dbr);
         }
     // colsum's column blocks (2048 wide): one below, at and across edges
@@ -38,10 +41,17 @@ static void bias_family(const char *isa)
         clef_test_fcopy(dbr, db, n);
         k->colsum(rows, n, y, db);
         clef_scalar_kernels.colsum(rows, n, y, dbr);
-        cr_assert(isa_same("colsum db", db, dbr, n), "%s colsum rows=%d n=%d", isa, rows, n);
+        cr_assert(isa_same("colsum db", db, dbr, n), "%s colsum rows=%d n=%d",
+                  isa, rows, n);
         free(y), free(db), free(dbr);
     }
 }
 
-Test(isa_bias, avx512) { bias_family("avx512"); }
-Test(isa_bias, avx2) { bias_family("avx2"); }
+Test(isa_bias, avx512)
+{
+    bias_family("avx512");
+}
+Test(isa_bias, avx2)
+{
+    bias_family("avx2");
+}

@@ -40,17 +40,19 @@ static clef_gemm_fn gemm_of(const clef_kernels *k, layout lay)
 }
 
 // One case; false (after printing the first mismatch) on failure.
-static bool gemm_case(clef_gemm_fn fn, layout lay, int M, int N, int K,
-                      int acc, uint64_t *rng)
+static bool gemm_case(clef_gemm_fn fn, layout lay, int M, int N, int K, int acc,
+                      uint64_t *rng)
 {
     int arows = lay == TN ? K : M, acols = lay == TN ? M : K;
     int brows = lay == NT ? N : K, bcols = lay == NT ? K : N;
     int lda = acols + PAD_A, ldb = bcols + PAD_B, ldc = N + PAD_C;
-    size_t na = (size_t)arows * lda, nb = (size_t)brows * ldb, nc = (size_t)M * ldc;
+    size_t na = (size_t)arows * lda, nb = (size_t)brows * ldb,
+           nc = (size_t)M * ldc;
     float *A = clef_test_falloc(na), *B = clef_test_falloc(nb);
     float *C = clef_test_falloc(nc), *C0 = clef_test_falloc(nc);
     double *Ad = clef_test_dalloc(na), *Bd = clef_test_dalloc(nb);
-    double *Cd = clef_test_dalloc((size_t)M * N), *bound = clef_test_dalloc((size_t)M * N);
+    double *Cd = clef_test_dalloc((size_t)M * N),
+           *bound = clef_test_dalloc((size_t)M * N);
     float *got = clef_test_falloc((size_t)M * N);
 
     clef_test_fill_uniform(A, na, -1.0f, 1.0f, rng);
@@ -65,7 +67,8 @@ static bool gemm_case(clef_gemm_fn fn, layout lay, int M, int N, int K,
     clef_test_fcopy(C0, C, nc);
     clef_test_to_double(A, Ad, na);
     clef_test_to_double(B, Bd, nb);
-    clef_test_ref_gemm(M, N, K, Ad, lda, lay == TN, Bd, ldb, lay == NT, Cd, N, bound);
+    clef_test_ref_gemm(M, N, K, Ad, lda, lay == TN, Bd, ldb, lay == NT, Cd, N,
+                       bound);
 
     fn(M, N, K, A, lda, B, ldb, C, ldc, acc);
 
@@ -152,25 +155,79 @@ static void small_wide(const char *isa, layout lay)
     }
 }
 
-Test(isa_gemm, avx512_nt_small_wide) { small_wide("avx512", NT); }
-Test(isa_gemm, avx512_nn_small_wide) { small_wide("avx512", NN); }
-Test(isa_gemm, avx512_tn_small_wide) { small_wide("avx512", TN); }
-Test(isa_gemm, avx2_nt_small_wide) { small_wide("avx2", NT); }
-Test(isa_gemm, avx2_nn_small_wide) { small_wide("avx2", NN); }
-Test(isa_gemm, avx2_tn_small_wide) { small_wide("avx2", TN); }
+Test(isa_gemm, avx512_nt_small_wide)
+{
+    small_wide("avx512", NT);
+}
+Test(isa_gemm, avx512_nn_small_wide)
+{
+    small_wide("avx512", NN);
+}
+Test(isa_gemm, avx512_tn_small_wide)
+{
+    small_wide("avx512", TN);
+}
+Test(isa_gemm, avx2_nt_small_wide)
+{
+    small_wide("avx2", NT);
+}
+Test(isa_gemm, avx2_nn_small_wide)
+{
+    small_wide("avx2", NN);
+}
+Test(isa_gemm, avx2_tn_small_wide)
+{
+    small_wide("avx2", TN);
+}
 
-Test(isa_gemm, avx512_nt_small) { small_remainders("avx512", NT); }
-Test(isa_gemm, avx512_nn_small) { small_remainders("avx512", NN); }
-Test(isa_gemm, avx512_tn_small) { small_remainders("avx512", TN); }
-Test(isa_gemm, avx512_nt_packed) { packed_remainders("avx512", NT); }
-Test(isa_gemm, avx512_nn_packed) { packed_remainders("avx512", NN); }
-Test(isa_gemm, avx512_tn_packed) { packed_remainders("avx512", TN); }
-Test(isa_gemm, avx2_nt_small) { small_remainders("avx2", NT); }
-Test(isa_gemm, avx2_nn_small) { small_remainders("avx2", NN); }
-Test(isa_gemm, avx2_tn_small) { small_remainders("avx2", TN); }
-Test(isa_gemm, avx2_nt_packed) { packed_remainders("avx2", NT); }
-Test(isa_gemm, avx2_nn_packed) { packed_remainders("avx2", NN); }
-Test(isa_gemm, avx2_tn_packed) { packed_remainders("avx2", TN); }
+Test(isa_gemm, avx512_nt_small)
+{
+    small_remainders("avx512", NT);
+}
+Test(isa_gemm, avx512_nn_small)
+{
+    small_remainders("avx512", NN);
+}
+Test(isa_gemm, avx512_tn_small)
+{
+    small_remainders("avx512", TN);
+}
+Test(isa_gemm, avx512_nt_packed)
+{
+    packed_remainders("avx512", NT);
+}
+Test(isa_gemm, avx512_nn_packed)
+{
+    packed_remainders("avx512", NN);
+}
+Test(isa_gemm, avx512_tn_packed)
+{
+    packed_remainders("avx512", TN);
+}
+Test(isa_gemm, avx2_nt_small)
+{
+    small_remainders("avx2", NT);
+}
+Test(isa_gemm, avx2_nn_small)
+{
+    small_remainders("avx2", NN);
+}
+Test(isa_gemm, avx2_tn_small)
+{
+    small_remainders("avx2", TN);
+}
+Test(isa_gemm, avx2_nt_packed)
+{
+    packed_remainders("avx2", NT);
+}
+Test(isa_gemm, avx2_nn_packed)
+{
+    packed_remainders("avx2", NN);
+}
+Test(isa_gemm, avx2_tn_packed)
+{
+    packed_remainders("avx2", TN);
+}
 
 // 1, 2 and 3 threads give bitwise the same C (threads split output tiles and
 // packing, never K), on the packed path and on the threaded small path.
@@ -179,8 +236,10 @@ static void threads_bitwise_at(const char *isa, int M, int N, int K)
     const clef_kernels *k = isa_table_or_skip(isa);
     uint64_t rng = 0x7d7du;
     // A holds M·K floats and B N·K in every layout (ld = the stored width)
-    float *A = clef_test_falloc((size_t)M * K), *B = clef_test_falloc((size_t)N * K);
-    float *C1 = clef_test_falloc((size_t)M * N), *Ct = clef_test_falloc((size_t)M * N);
+    float *A = clef_test_falloc((size_t)M * K),
+          *B = clef_test_falloc((size_t)N * K);
+    float *C1 = clef_test_falloc((size_t)M * N),
+          *Ct = clef_test_falloc((size_t)M * N);
     clef_test_fill_uniform(A, (size_t)M * K, -1, 1, &rng);
     clef_test_fill_uniform(B, (size_t)N * K, -1, 1, &rng);
     int saved = omp_get_max_threads();
@@ -204,17 +263,23 @@ static void threads_bitwise_at(const char *isa, int M, int N, int K)
 
 static void threads_bitwise(const char *isa)
 {
-    threads_bitwise_at(isa, 157, 211, 700); // packed path (> 4e6 flops)
+    threads_bitwise_at(isa, 157, 211, 700);   // packed path (> 4e6 flops)
     threads_bitwise_at(isa, 100, 2100, 1100); // several KC and NC blocks
     threads_bitwise_at(isa, 157, 1000, 300);  // one KC block
     threads_bitwise_at(isa, 300, 2100, 48);   // one short KC block
     threads_bitwise_at(isa, 301, 97, 700);    // tall: threads split rows
-    threads_bitwise_at(isa, 12, 211, 700);  // small path: few rows
-    threads_bitwise_at(isa, 600, 700, 12);  // small path: tn's short K
+    threads_bitwise_at(isa, 12, 211, 700);    // small path: few rows
+    threads_bitwise_at(isa, 600, 700, 12);    // small path: tn's short K
 }
 
-Test(isa_gemm, avx512_threads_bitwise) { threads_bitwise("avx512"); }
-Test(isa_gemm, avx2_threads_bitwise) { threads_bitwise("avx2"); }
+Test(isa_gemm, avx512_threads_bitwise)
+{
+    threads_bitwise("avx512");
+}
+Test(isa_gemm, avx2_threads_bitwise)
+{
+    threads_bitwise("avx2");
+}
 
 // avx512's tn with C 8 wide runs 16 rows of C per zmm column
 // (gemm_tn_n8_rows16) and hands the rows left over to AVX2: its C must be
@@ -230,7 +295,8 @@ Test(isa_gemm, avx512_tn_n8_bitwise_avx2)
     for (int mi = 0; mi < 8; mi++)
         for (int ki = 0; ki < 5; ki++)
             for (int acc = 0; acc < 2; acc++) {
-                const int M = ms[mi], K = ks[ki], lda = M + PAD_A, ldb = 8 + PAD_B;
+                const int M = ms[mi], K = ks[ki], lda = M + PAD_A,
+                          ldb = 8 + PAD_B;
                 const int ldc = 8 + PAD_C;
                 const size_t nc = (size_t)M * ldc;
                 float *A = clef_test_falloc((size_t)K * lda);
@@ -243,7 +309,9 @@ Test(isa_gemm, avx512_tn_n8_bitwise_avx2)
                 k512->gemm_tn(M, 8, K, A, lda, B, ldb, C1, ldc, acc);
                 k2->gemm_tn(M, 8, K, A, lda, B, ldb, C2, ldc, acc);
                 long d = clef_test_first_diff(C1, C2, nc);
-                cr_assert(d < 0, "tn M=%d N=8 K=%d accumulate=%d: avx512 and avx2 differ at %ld",
+                cr_assert(d < 0,
+                          "tn M=%d N=8 K=%d accumulate=%d: avx512 and avx2 "
+                          "differ at %ld",
                           M, K, acc, d);
                 free(A), free(B), free(C1), free(C2);
             }

@@ -64,7 +64,10 @@ static operands operands_make(const gcase *g, uint64_t *rng)
     return o;
 }
 
-static void operands_free(operands *o) { free(o->A), free(o->B), free(o->C); }
+static void operands_free(operands *o)
+{
+    free(o->A), free(o->B), free(o->C);
+}
 
 // A packing buffer: 64-byte aligned, as the interface asks.
 static float *pack_alloc(size_t n)
@@ -86,7 +89,8 @@ static void run_prepacked(const clef_gemm_prepack *pk, const gcase *g,
         float *Bp = pack_alloc(n);
         pk->pack_b(g->tb, g->N, g->K, o->B, o->ldb, Bp);
         cr_assert_eq(pk->gemm_pb(g->ta, g->M, g->N, g->K, o->A, o->lda, Bp, C,
-                                 o->ldc, g->acc), 0);
+                                 o->ldc, g->acc),
+                     0);
         free(Bp);
         return;
     }
@@ -95,7 +99,8 @@ static void run_prepacked(const clef_gemm_prepack *pk, const gcase *g,
     float *Ap = pack_alloc(n);
     pk->pack_a(g->ta, g->M, g->K, o->A, o->lda, Ap);
     cr_assert_eq(pk->gemm_pa(g->tb, g->M, g->N, g->K, Ap, o->B, o->ldb, C,
-                             o->ldc, g->acc), 0);
+                             o->ldc, g->acc),
+                 0);
     free(Ap);
 }
 
@@ -107,13 +112,17 @@ static bool check_case(const clef_gemm_prepack *pk, const gcase *g,
     const int M = g->M, N = g->N, K = g->K;
     const size_t na = (size_t)(g->ta ? K : M) * o.lda;
     const size_t nb = (size_t)(g->tb ? N : K) * o.ldb;
-    double *Ad = clef_test_dalloc(na ? na : 1), *Bd = clef_test_dalloc(nb ? nb : 1);
-    double *Cd = clef_test_dalloc((size_t)M * N), *bound = clef_test_dalloc((size_t)M * N);
-    float *C0 = clef_test_falloc((size_t)M * o.ldc), *got = clef_test_falloc((size_t)M * N);
+    double *Ad = clef_test_dalloc(na ? na : 1),
+           *Bd = clef_test_dalloc(nb ? nb : 1);
+    double *Cd = clef_test_dalloc((size_t)M * N),
+           *bound = clef_test_dalloc((size_t)M * N);
+    float *C0 = clef_test_falloc((size_t)M * o.ldc),
+          *got = clef_test_falloc((size_t)M * N);
     clef_test_fcopy(C0, o.C, (size_t)M * o.ldc);
     clef_test_to_double(o.A, Ad, na);
     clef_test_to_double(o.B, Bd, nb);
-    clef_test_ref_gemm(M, N, K, Ad, o.lda, g->ta, Bd, o.ldb, g->tb, Cd, N, bound);
+    clef_test_ref_gemm(M, N, K, Ad, o.lda, g->ta, Bd, o.ldb, g->tb, Cd, N,
+                       bound);
     run_prepacked(pk, g, &o, o.C);
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
@@ -157,7 +166,12 @@ static void remainders(const char *isa, int packed_b)
         for (int mi = 0; mi < 10; mi++)
             for (int ni = 0; ni < 8; ni++)
                 for (int ki = 0; ki < 5; ki++) {
-                    gcase g = {ms[mi], ns[ni], ks[ki], l & 1, l >> 1, packed_b,
+                    gcase g = {ms[mi],
+                               ns[ni],
+                               ks[ki],
+                               l & 1,
+                               l >> 1,
+                               packed_b,
                                (mi + ni + ki + l) & 1};
                     CHECK(g);
                 }
@@ -168,10 +182,22 @@ static void remainders(const char *isa, int packed_b)
     CHECK(tall);
 }
 
-Test(isa_gemm_prepack, avx512_packed_b) { remainders("avx512", 1); }
-Test(isa_gemm_prepack, avx512_packed_a) { remainders("avx512", 0); }
-Test(isa_gemm_prepack, avx2_packed_b) { remainders("avx2", 1); }
-Test(isa_gemm_prepack, avx2_packed_a) { remainders("avx2", 0); }
+Test(isa_gemm_prepack, avx512_packed_b)
+{
+    remainders("avx512", 1);
+}
+Test(isa_gemm_prepack, avx512_packed_a)
+{
+    remainders("avx512", 0);
+}
+Test(isa_gemm_prepack, avx2_packed_b)
+{
+    remainders("avx2", 1);
+}
+Test(isa_gemm_prepack, avx2_packed_a)
+{
+    remainders("avx2", 0);
+}
 
 // K = 0: C = 0, or C unchanged when accumulating.
 static void empty_reduction(const char *isa)
@@ -186,8 +212,14 @@ static void empty_reduction(const char *isa)
         cr_assert_eq(C[i], 0.f, "overwrite: C[%d] = %g, not 0", i, C[i]);
 }
 
-Test(isa_gemm_prepack, avx512_empty_reduction) { empty_reduction("avx512"); }
-Test(isa_gemm_prepack, avx2_empty_reduction) { empty_reduction("avx2"); }
+Test(isa_gemm_prepack, avx512_empty_reduction)
+{
+    empty_reduction("avx512");
+}
+Test(isa_gemm_prepack, avx2_empty_reduction)
+{
+    empty_reduction("avx2");
+}
 
 // The plain GEMM of the same layout (ta && tb has none).
 static clef_gemm_fn plain_of(const clef_kernels *k, int ta, int tb)
@@ -241,8 +273,14 @@ static void bitwise(const char *isa)
         bitwise_at(isa, &cases[i]);
 }
 
-Test(isa_gemm_prepack, avx512_bitwise_plain_and_threads) { bitwise("avx512"); }
-Test(isa_gemm_prepack, avx2_bitwise_plain_and_threads) { bitwise("avx2"); }
+Test(isa_gemm_prepack, avx512_bitwise_plain_and_threads)
+{
+    bitwise("avx512");
+}
+Test(isa_gemm_prepack, avx2_bitwise_plain_and_threads)
+{
+    bitwise("avx2");
+}
 
 // A memory too narrow to pack, transposed once (pack_bt) and read by
 // gemm_nt_bt: Bt is exactly Bᵀ, and every product gemm_nt_bt accepts is
@@ -255,9 +293,12 @@ static void nt_bt_bitwise(const char *isa)
 {
     const clef_kernels *k = isa_table_or_skip(isa);
     const clef_gemm_prepack *pk = prepack_or_skip(isa);
-    cr_assert(pk->pack_bt && pk->gemm_nt_bt, "%s: no transposed-B entries", isa);
-    static const int ks[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 31, 32, 33, 40};
-    static const int ns[] = {1, 3, 4, 5, 8, 9, 15, 16, 17, 31, 32, 33, 40, 96, 97, 130, 512};
+    cr_assert(pk->pack_bt && pk->gemm_nt_bt, "%s: no transposed-B entries",
+              isa);
+    static const int ks[] = {1,  2,  3,  4,  5,  7,  8,  9,
+                             12, 16, 17, 24, 31, 32, 33, 40};
+    static const int ns[] = {1,  3,  4,  5,  8,  9,  15,  16, 17,
+                             31, 32, 33, 40, 96, 97, 130, 512};
     uint64_t rng = 0xb7u;
     int taken = 0, declined = 0;
     for (int M = 1; M <= 20; M += (M < 10 ? 1 : 5))
@@ -267,37 +308,54 @@ static void nt_bt_bitwise(const char *isa)
                 const gcase g = {M, N, K, 0, 1, 1, acc};
                 operands o = operands_make(&g, &rng);
                 const size_t nc = (size_t)M * o.ldc;
-                float *Bt = pack_alloc((size_t)K * N), *C2 = clef_test_falloc(nc);
+                float *Bt = pack_alloc((size_t)K * N),
+                      *C2 = clef_test_falloc(nc);
                 clef_test_fcopy(C2, o.C, nc);
                 pk->pack_bt(N, K, o.B, o.ldb, Bt);
                 for (int j = 0; j < N; j++)
                     for (int kk = 0; kk < K; kk++)
-                        cr_assert(Bt[(size_t)kk * N + j] == o.B[(size_t)j * o.ldb + kk],
-                                  "%s: pack_bt N=%d K=%d wrong at (%d, %d)", isa, N, K,
-                                  kk, j);
-                const int r = pk->gemm_nt_bt(M, N, K, o.A, o.lda, Bt, N, C2, o.ldc, acc);
+                        cr_assert(Bt[(size_t)kk * N + j] ==
+                                      o.B[(size_t)j * o.ldb + kk],
+                                  "%s: pack_bt N=%d K=%d wrong at (%d, %d)",
+                                  isa, N, K, kk, j);
+                const int r =
+                    pk->gemm_nt_bt(M, N, K, o.A, o.lda, Bt, N, C2, o.ldc, acc);
                 if (r != 0) {
                     cr_assert(clef_test_first_diff(C2, o.C, nc) < 0,
                               "%s: a declined gemm_nt_bt wrote C", isa);
                     // only beyond the small nt's transposing path
-                    cr_assert(K > 32 || N * K > 4096 || (double)M * N * K >= 32768,
-                              "%s: gemm_nt_bt declined M=%d N=%d K=%d", isa, M, N, K);
+                    cr_assert(
+                        K > 32 || N * K > 4096 || (double)M * N * K >= 32768,
+                        "%s: gemm_nt_bt declined M=%d N=%d K=%d", isa, M, N, K);
                     declined++;
                 } else {
                     cr_assert(K <= 32, "%s: gemm_nt_bt took K=%d", isa, K);
-                    k->gemm_nt(M, N, K, o.A, o.lda, o.B, o.ldb, o.C, o.ldc, acc);
+                    k->gemm_nt(M, N, K, o.A, o.lda, o.B, o.ldb, o.C, o.ldc,
+                               acc);
                     long d = clef_test_first_diff(C2, o.C, nc);
-                    cr_assert(d < 0, "%s: gemm_nt_bt M=%d N=%d K=%d accumulate=%d differs "
-                                     "from gemm_nt at %ld", isa, M, N, K, acc, d);
+                    cr_assert(
+                        d < 0,
+                        "%s: gemm_nt_bt M=%d N=%d K=%d accumulate=%d differs "
+                        "from gemm_nt at %ld",
+                        isa, M, N, K, acc, d);
                     taken++;
                 }
                 free(Bt), free(C2);
                 operands_free(&o);
             }
-    fprintf(stderr, "[prepack] %s: gemm_nt_bt took %d products (bitwise gemm_nt), "
-                    "declined %d\n", isa, taken, declined);
-    cr_assert(taken > 0 && declined > 0, "%s: took %d, declined %d", isa, taken, declined);
+    fprintf(stderr,
+            "[prepack] %s: gemm_nt_bt took %d products (bitwise gemm_nt), "
+            "declined %d\n",
+            isa, taken, declined);
+    cr_assert(taken > 0 && declined > 0, "%s: took %d, declined %d", isa, taken,
+              declined);
 }
 
-Test(isa_gemm_prepack, avx512_nt_bt_bitwise_plain) { nt_bt_bitwise("avx512"); }
-Test(isa_gemm_prepack, avx2_nt_bt_bitwise_plain) { nt_bt_bitwise("avx2"); }
+Test(isa_gemm_prepack, avx512_nt_bt_bitwise_plain)
+{
+    nt_bt_bitwise("avx512");
+}
+Test(isa_gemm_prepack, avx2_nt_bt_bitwise_plain)
+{
+    nt_bt_bitwise("avx2");
+}

@@ -11,25 +11,32 @@ static void layernorm_family(const char *isa)
     const clef_kernels *k = isa_table_or_skip(isa);
     uint64_t rng = 0x1a7e0u;
     static const int row_counts[] = {1, 3, 5, 17}; // 17: blocks of 8 rows + 1
-    for (int li = 0; li <= ISA_NLENGTHS; li++) // last: 8200 > LN_FUSED_MAX
+    for (int li = 0; li <= ISA_NLENGTHS; li++)     // last: 8200 > LN_FUSED_MAX
         for (int ri = 0; ri < 4; ri++) {
             int rows = row_counts[ri];
             int n = li < ISA_NLENGTHS ? isa_lengths[li] : 8200;
             size_t sz = (size_t)rows * n;
             double units = 4.0 * (n + 4);
-            float *x = clef_test_falloc(sz), *g = clef_test_falloc(n), *b = clef_test_falloc(n);
-            float *y = clef_test_falloc(sz), *h = clef_test_falloc(sz), *rs = clef_test_falloc(rows);
-            float *yr = clef_test_falloc(sz), *hr = clef_test_falloc(sz), *rsr = clef_test_falloc(rows);
+            float *x = clef_test_falloc(sz), *g = clef_test_falloc(n),
+                  *b = clef_test_falloc(n);
+            float *y = clef_test_falloc(sz), *h = clef_test_falloc(sz),
+                  *rs = clef_test_falloc(rows);
+            float *yr = clef_test_falloc(sz), *hr = clef_test_falloc(sz),
+                  *rsr = clef_test_falloc(rows);
             clef_test_fill_uniform(x, sz, 2.0f, 4.0f, &rng);
             clef_test_fill_uniform(g, n, 0.5f, 1.5f, &rng);
             clef_test_fill_uniform(b, n, -0.5f, 0.5f, &rng);
             k->layernorm_fwd(rows, n, x, g, b, y, h, rs);
             clef_scalar_kernels.layernorm_fwd(rows, n, x, g, b, yr, hr, rsr);
-            cr_assert(isa_close("y", y, yr, sz, units), "%s layernorm_fwd y rows=%d n=%d", isa, rows, n);
-            cr_assert(isa_close("xhat", h, hr, sz, units), "%s layernorm_fwd xhat rows=%d n=%d", isa, rows, n);
-            cr_assert(isa_close("rstd", rs, rsr, rows, units), "%s layernorm_fwd rstd rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_close("y", y, yr, sz, units),
+                      "%s layernorm_fwd y rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_close("xhat", h, hr, sz, units),
+                      "%s layernorm_fwd xhat rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_close("rstd", rs, rsr, rows, units),
+                      "%s layernorm_fwd rstd rows=%d n=%d", isa, rows, n);
 
-            float *dy = clef_test_falloc(sz), *dx = clef_test_falloc(sz), *dxr = clef_test_falloc(sz);
+            float *dy = clef_test_falloc(sz), *dx = clef_test_falloc(sz),
+                  *dxr = clef_test_falloc(sz);
             float *dg = clef_test_falloc(n), *dgr = clef_test_falloc(n);
             float *dbt = clef_test_falloc(n), *dbr = clef_test_falloc(n);
             clef_test_fill_uniform(dy, sz, -1, 1, &rng);
@@ -37,21 +44,35 @@ static void layernorm_family(const char *isa)
             clef_test_fill_pattern(dg, n), clef_test_fcopy(dgr, dg, n);
             clef_test_fill_pattern(dbt, n), clef_test_fcopy(dbr, dbt, n);
             k->layernorm_bwd(rows, n, dy, hr, rsr, g, dx, dg, dbt);
-            clef_scalar_kernels.layernorm_bwd(rows, n, dy, hr, rsr, g, dxr, dgr, dbr);
-            cr_assert(isa_close("dx", dx, dxr, sz, units), "%s layernorm_bwd dx rows=%d n=%d", isa, rows, n);
-            cr_assert(isa_same("dgamma", dg, dgr, n), "%s layernorm_bwd dgamma rows=%d n=%d", isa, rows, n);
-            cr_assert(isa_same("dbeta", dbt, dbr, n), "%s layernorm_bwd dbeta rows=%d n=%d", isa, rows, n);
+            clef_scalar_kernels.layernorm_bwd(rows, n, dy, hr, rsr, g, dxr, dgr,
+                                              dbr);
+            cr_assert(isa_close("dx", dx, dxr, sz, units),
+                      "%s layernorm_bwd dx rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_same("dgamma", dg, dgr, n),
+                      "%s layernorm_bwd dgamma rows=%d n=%d", isa, rows, n);
+            cr_assert(isa_same("dbeta", dbt, dbr, n),
+                      "%s layernorm_bwd dbeta rows=%d n=%d", isa, rows, n);
             // dx = NULL: parameter gradients only
             k->layernorm_bwd(rows, n, dy, hr, rsr, g, NULL, dg, dbt);
-            clef_scalar_kernels.layernorm_bwd(rows, n, dy, hr, rsr, g, NULL, dgr, dbr);
-            cr_assert(isa_same("dgamma (dx NULL)", dg, dgr, n), "%s layernorm_bwd dx=NULL n=%d", isa, n);
-            free(x), free(g), free(b), free(y), free(h), free(rs), free(yr), free(hr), free(rsr);
-            free(dy), free(dx), free(dxr), free(dg), free(dgr), free(dbt), free(dbr);
+            clef_scalar_kernels.layernorm_bwd(rows, n, dy, hr, rsr, g, NULL,
+                                              dgr, dbr);
+            cr_assert(isa_same("dgamma (dx NULL)", dg, dgr, n),
+                      "%s layernorm_bwd dx=NULL n=%d", isa, n);
+            free(x), free(g), free(b), free(y), free(h), free(rs), free(yr),
+                free(hr), free(rsr);
+            free(dy), free(dx), free(dxr), free(dg), free(dgr), free(dbt),
+                free(dbr);
         }
 }
 
-Test(isa_layernorm, avx512) { layernorm_family("avx512"); }
-Test(isa_layernorm, avx2) { layernorm_family("avx2"); }
+Test(isa_layernorm, avx512)
+{
+    layernorm_family("avx512");
+}
+Test(isa_layernorm, avx2)
+{
+    layernorm_family("avx2");
+}
 
 // avx512's backward for rows of 8 runs whole 16-row blocks in zmm
 // (ln_bwd_rows16) and hands the rest to AVX2: dx, dgamma and dbeta must be
@@ -83,17 +104,19 @@ Test(isa_layernorm, avx512_rows8_bwd_bitwise_avx2)
                 clef_test_fill_pattern(dx[i], e);
                 clef_test_fill_pattern(dg[i], n);
                 clef_test_fill_pattern(db[i], n);
-                (i ? k2 : k512)->layernorm_bwd(rows, n, dy, xh, rstd, gamma,
-                                               with_dx ? dx[i] : NULL, dg[i], db[i]);
+                (i ? k2 : k512)
+                    ->layernorm_bwd(rows, n, dy, xh, rstd, gamma,
+                                    with_dx ? dx[i] : NULL, dg[i], db[i]);
             }
             cr_assert(clef_test_first_diff(dx[0], dx[1], e) < 0 &&
                           clef_test_first_diff(dg[0], dg[1], n) < 0 &&
                           clef_test_first_diff(db[0], db[1], n) < 0,
-                      "layernorm_bwd rows=%d n=8 dx=%d: avx512 and avx2 differ", rows,
-                      with_dx);
+                      "layernorm_bwd rows=%d n=8 dx=%d: avx512 and avx2 differ",
+                      rows, with_dx);
             for (int i = 0; i < 2; i++)
                 free(dx[i]), free(dg[i]), free(db[i]);
-            free(x), free(y), free(xh), free(rstd), free(dy), free(gamma), free(beta);
+            free(x), free(y), free(xh), free(rstd), free(dy), free(gamma),
+                free(beta);
         }
 }
 
@@ -116,7 +139,8 @@ static void ln8_fwd_ref(int block, const float *x, const float *gamma,
     float t[8], d[8], q[8], sum, ss = 0.0f;
     for (int k = 0; k < 8; k++)
         t[k] = 0.0f + x[k];
-    sum = block ? ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]))
+    sum = block ? ((x[0] + x[1]) + (x[2] + x[3])) +
+                      ((x[4] + x[5]) + (x[6] + x[7]))
                 : tree8(t);
     const float mean = sum * 0.125f;
     for (int k = 0; k < 8; k++) {
@@ -158,9 +182,11 @@ Test(isa_layernorm, avx2_rows8_both_orders_bitwise)
     uint64_t rng = 0x18au;
     for (int rows = 1; rows <= 27; rows++) {
         const size_t e = (size_t)rows * 8;
-        float *x = clef_test_falloc(e), *y = clef_test_falloc(e), *xh = clef_test_falloc(e);
+        float *x = clef_test_falloc(e), *y = clef_test_falloc(e),
+              *xh = clef_test_falloc(e);
         float *rstd = clef_test_falloc(rows), *dy = clef_test_falloc(e);
-        float *dx = clef_test_falloc(e), *yr = clef_test_falloc(e), *xhr = clef_test_falloc(e);
+        float *dx = clef_test_falloc(e), *yr = clef_test_falloc(e),
+              *xhr = clef_test_falloc(e);
         float *rstdr = clef_test_falloc(rows), *dxr = clef_test_falloc(e);
         float gamma[8], beta[8], dg[8], db[8], dgr[8], dbr[8];
         clef_test_fill_normal(x, e, 0.3f, 1.7f, &rng);
@@ -174,11 +200,13 @@ Test(isa_layernorm, avx2_rows8_both_orders_bitwise)
         const int r8 = rows / 8 * 8;
         k->layernorm_fwd(rows, 8, x, gamma, beta, y, xh, rstd);
         for (int r = 0; r < rows; r++)
-            ln8_fwd_ref(r < r8, x + (size_t)r * 8, gamma, beta, yr + (size_t)r * 8,
-                        xhr + (size_t)r * 8, rstdr + r);
-        cr_assert(clef_test_first_diff(y, yr, e) < 0 && clef_test_first_diff(xh, xhr, e) < 0 &&
+            ln8_fwd_ref(r < r8, x + (size_t)r * 8, gamma, beta,
+                        yr + (size_t)r * 8, xhr + (size_t)r * 8, rstdr + r);
+        cr_assert(clef_test_first_diff(y, yr, e) < 0 &&
+                      clef_test_first_diff(xh, xhr, e) < 0 &&
                       clef_test_first_diff(rstd, rstdr, rows) < 0,
-                  "layernorm_fwd rows=%d n=8: not the emulated orders' bits", rows);
+                  "layernorm_fwd rows=%d n=8: not the emulated orders' bits",
+                  rows);
         k->layernorm_bwd(rows, 8, dy, xh, rstd, gamma, dx, dg, db);
         float sg[8] = {0}, sb[8] = {0};
         for (int r = 0; r < rows; r++) {
@@ -186,16 +214,19 @@ Test(isa_layernorm, avx2_rows8_both_orders_bitwise)
                 sg[c] = sg[c] + dy[(size_t)r * 8 + c] * xh[(size_t)r * 8 + c];
                 sb[c] = sb[c] + dy[(size_t)r * 8 + c];
             }
-            ln8_bwd_ref(r < r8, dy + (size_t)r * 8, xh + (size_t)r * 8, rstd[r], gamma,
-                        dxr + (size_t)r * 8);
+            ln8_bwd_ref(r < r8, dy + (size_t)r * 8, xh + (size_t)r * 8, rstd[r],
+                        gamma, dxr + (size_t)r * 8);
         }
         for (int c = 0; c < 8; c++)
             dgr[c] += sg[c], dbr[c] += sb[c];
-        cr_assert(clef_test_first_diff(dx, dxr, e) < 0, "layernorm_bwd rows=%d: dx differs at %ld",
-                  rows, clef_test_first_diff(dx, dxr, e));
-        cr_assert(clef_test_first_diff(dg, dgr, 8) < 0 && clef_test_first_diff(db, dbr, 8) < 0,
+        cr_assert(clef_test_first_diff(dx, dxr, e) < 0,
+                  "layernorm_bwd rows=%d: dx differs at %ld", rows,
+                  clef_test_first_diff(dx, dxr, e));
+        cr_assert(clef_test_first_diff(dg, dgr, 8) < 0 &&
+                      clef_test_first_diff(db, dbr, 8) < 0,
                   "layernorm_bwd rows=%d: dgamma or dbeta differ", rows);
-        free(x), free(y), free(xh), free(rstd), free(dy), free(dx), free(yr), free(xhr);
+        free(x), free(y), free(xh), free(rstd), free(dy), free(dx), free(yr),
+            free(xhr);
         free(rstdr), free(dxr);
     }
 }

@@ -23,7 +23,8 @@ static void loss_case(const char *isa, const clef_kernels *k, float eps,
         int n = off[q + 1] - off[q];
         float s = 0.0f;
         for (int i = 0; i < n; i++)
-            s += (y[off[q] + i] = q % 2 ? (float)clef_test_rand_unit(rng) : 0.0f);
+            s += (y[off[q] + i] =
+                      q % 2 ? (float)clef_test_rand_unit(rng) : 0.0f);
         if (q % 2 == 0)
             y[off[q] + clef_test_rand_int(rng, 0, n - 1)] = 1.0f;
         else
@@ -35,9 +36,12 @@ static void loss_case(const char *isa, const clef_kernels *k, float eps,
     k->loss(nq, off, score, z, y, &a, p, dz, &L);
     clef_scalar_kernels.loss(nq, off, score, z, y, &a, pr, dzr, &Lr);
     double units = 4.0 * (40 + 8);
-    cr_assert(isa_close("p", p, pr, tot, units), "%s loss p eps=%g beta=%g lambda=%g", isa, eps, beta, lambda);
-    cr_assert(isa_close("dz", dz, dzr, tot, units), "%s loss dz eps=%g beta=%g lambda=%g", isa, eps, beta, lambda);
-    cr_assert(fabs(L - Lr) <= units * CLEF_TEST_EPS * fabs(Lr), "%s loss L %.9g vs %.9g", isa, L, Lr);
+    cr_assert(isa_close("p", p, pr, tot, units),
+              "%s loss p eps=%g beta=%g lambda=%g", isa, eps, beta, lambda);
+    cr_assert(isa_close("dz", dz, dzr, tot, units),
+              "%s loss dz eps=%g beta=%g lambda=%g", isa, eps, beta, lambda);
+    cr_assert(fabs(L - Lr) <= units * CLEF_TEST_EPS * fabs(Lr),
+              "%s loss L %.9g vs %.9g", isa, L, Lr);
     free(z), free(y), free(p), free(pr), free(dz), free(dzr);
 }
 
@@ -50,5 +54,11 @@ static void loss_family(const char *isa)
     loss_case(isa, k, 0.1f, 0.25f, 0.5f, &rng);
 }
 
-Test(isa_loss, avx512) { loss_family("avx512"); }
-Test(isa_loss, avx2) { loss_family("avx2"); }
+Test(isa_loss, avx512)
+{
+    loss_family("avx512");
+}
+Test(isa_loss, avx2)
+{
+    loss_family("avx2");
+}

@@ -70,7 +70,8 @@ static void check_isa(const char *isa)
         // softmax_fwd, gelu_fwd
         k->softmax_fwd(rows, n, x, y);
         k->softmax_fwd(rows, n, xa, ya);
-        cr_assert(isa_same("softmax", y, ya, sz), "%s softmax_fwd n=%d", isa, n);
+        cr_assert(isa_same("softmax", y, ya, sz), "%s softmax_fwd n=%d", isa,
+                  n);
         k->gelu_fwd(sz, x, y);
         k->gelu_fwd(sz, xa, ya);
         cr_assert(isa_same("gelu", y, ya, sz), "%s gelu_fwd n=%d", isa, n);
@@ -105,5 +106,11 @@ static void check_isa(const char *isa)
     }
 }
 
-Test(isa_misaligned, avx2) { check_isa("avx2"); }
-Test(isa_misaligned, avx512) { check_isa("avx512"); }
+Test(isa_misaligned, avx2)
+{
+    check_isa("avx2");
+}
+Test(isa_misaligned, avx512)
+{
+    check_isa("avx512");
+}

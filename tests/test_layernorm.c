@@ -85,8 +85,9 @@ static bool ln_forward_ok(ln_case *c)
         clef_test_ref_layernorm(n, xr, c->gd, c->bd, CLEF_LN_EPS, c->yd);
         for (int i = 0; i < n; i++) {
             bh[i] = 2.0 * (n + 8) * CLEF_TEST_EPS * (kappa + fabs(hd[i]));
-            by[i] = fabs(c->gd[i]) * bh[i] +
-                    2 * CLEF_TEST_EPS * (fabs(c->gd[i] * hd[i]) + fabs(c->bd[i]));
+            by[i] =
+                fabs(c->gd[i]) * bh[i] +
+                2 * CLEF_TEST_EPS * (fabs(c->gd[i] * hd[i]) + fabs(c->bd[i]));
         }
         double brs = 2.0 * (n + 8) * CLEF_TEST_EPS * kappa * kappa * rs;
         ok = clef_test_within(c->xhat + (size_t)r * n, hd, bh, n) &&
@@ -135,8 +136,8 @@ static bool ln_backward_ok(ln_case *c)
                                       c->xhat, c->rstd);
     float *dx = clef_test_falloc(sz), *dg = clef_test_falloc(n);
     float *db = clef_test_falloc(n);
-    clef_scalar_kernels.layernorm_bwd(rows, n, c->w, c->xhat, c->rstd,
-                                      c->gamma, dx, dg, db);
+    clef_scalar_kernels.layernorm_bwd(rows, n, c->w, c->xhat, c->rstd, c->gamma,
+                                      dx, dg, db);
 
     double *fdx = clef_test_dalloc(sz), *fdg = clef_test_dalloc(n);
     double *fdb = clef_test_dalloc(n);
@@ -156,7 +157,8 @@ static bool ln_backward_ok(ln_case *c)
             double t = c->rstd[r] * fabs(c->wd[(size_t)r * n + i] * c->gd[i]);
             mag = t > mag ? t : mag;
         }
-    bool ok = clef_test_grad_close_scaled(what[0], dx, fdx, sz, 4.0 * (n + 8), mag);
+    bool ok =
+        clef_test_grad_close_scaled(what[0], dx, fdx, sz, 4.0 * (n + 8), mag);
     ok = clef_test_grad_close(what[1], dg, fdg, n, units) && ok;
     ok = clef_test_grad_close(what[2], db, fdb, n, units) && ok;
 
@@ -169,8 +171,8 @@ static bool ln_backward_ok(ln_case *c)
     clef_test_fcopy(ax, px, sz);
     clef_test_fcopy(ag, pg, n);
     clef_test_fcopy(ab, pg, n);
-    clef_scalar_kernels.layernorm_bwd(rows, n, c->w, c->xhat, c->rstd,
-                                      c->gamma, ax, ag, ab);
+    clef_scalar_kernels.layernorm_bwd(rows, n, c->w, c->xhat, c->rstd, c->gamma,
+                                      ax, ag, ab);
     bool acc = clef_test_accumulated(px, dx, ax, sz) &&
                clef_test_accumulated(pg, dg, ag, n) &&
                clef_test_accumulated(pg, db, ab, n);
@@ -181,8 +183,8 @@ static bool ln_backward_ok(ln_case *c)
     // dx = NULL: dgamma and dbeta only, same values
     clef_test_fcopy(ag, pg, n);
     clef_test_fcopy(ab, pg, n);
-    clef_scalar_kernels.layernorm_bwd(rows, n, c->w, c->xhat, c->rstd,
-                                      c->gamma, NULL, ag, ab);
+    clef_scalar_kernels.layernorm_bwd(rows, n, c->w, c->xhat, c->rstd, c->gamma,
+                                      NULL, ag, ab);
     bool nul = clef_test_accumulated(pg, dg, ag, n) &&
                clef_test_accumulated(pg, db, ab, n);
 

@@ -60,7 +60,9 @@ static loss_case loss_alloc(float eps, float beta, float lambda, int soft,
     }
     clef_test_to_double(c.z, c.zd, c.total);
     clef_test_to_double(c.y, c.yd, c.total);
-    c.a = (clef_loss_args){.smoothing = eps, .brier = beta, .ordinal = lambda,
+    c.a = (clef_loss_args){.smoothing = eps,
+                           .brier = beta,
+                           .ordinal = lambda,
                            .inv_n = 1.0f / NQ,
                            .inv_nscore = c.nscore ? 1.0f / c.nscore : 0.0f};
     return c;
@@ -163,7 +165,8 @@ static bool loss_fd_case(float eps, float beta, float lambda, uint64_t *rng)
         ok = false;
     }
     for (int q = 0; q < NQ; q++) // 1-option questions: exactly nothing
-        if (qsizes[q] == 1 && (c.dz[c.off[q]] != 0.0f || c.p[c.off[q]] != 1.0f)) {
+        if (qsizes[q] == 1 &&
+            (c.dz[c.off[q]] != 0.0f || c.p[c.off[q]] != 1.0f)) {
             fprintf(stderr, "%s: 1-option question %d: p %g dz %g\n", what, q,
                     c.p[c.off[q]], c.dz[c.off[q]]);
             ok = false;
@@ -176,8 +179,8 @@ static bool loss_fd_case(float eps, float beta, float lambda, uint64_t *rng)
 Test(loss, smoothing_brier_ordinal_fd)
 {
     static const float cfg[][3] = {
-        {0.1f, 0, 0}, {0, 0.25f, 0}, {0, 0, 0.5f}, {0.1f, 0.25f, 0.5f},
-        {0, 0, 0},    {0.3f, 1.0f, 2.0f},
+        {0.1f, 0, 0},        {0, 0.25f, 0}, {0, 0, 0.5f},
+        {0.1f, 0.25f, 0.5f}, {0, 0, 0},     {0.3f, 1.0f, 2.0f},
     };
     uint64_t rng = 122;
     for (size_t i = 0; i < sizeof(cfg) / sizeof(cfg[0]); i++)
@@ -191,8 +194,11 @@ Test(loss, one_option_question_is_zero)
     int off[4] = {0, 1, 2, 3}, is_score[3] = {1, 0, 1};
     float z[3] = {5.0f, -7.0f, 0.0f}, y[3] = {1, 1, 1};
     float p[3] = {NAN, NAN, NAN}, dz[3] = {NAN, NAN, NAN};
-    clef_loss_args a = {.smoothing = 0.2f, .brier = 0.5f, .ordinal = 1.0f,
-                        .inv_n = 1.0f / 3, .inv_nscore = 0.5f};
+    clef_loss_args a = {.smoothing = 0.2f,
+                        .brier = 0.5f,
+                        .ordinal = 1.0f,
+                        .inv_n = 1.0f / 3,
+                        .inv_nscore = 0.5f};
     double loss = 0.25;
     clef_scalar_kernels.loss(3, off, is_score, z, y, &a, p, dz, &loss);
     cr_assert(loss == 0.25, "loss changed to %.17g", loss);

@@ -10,13 +10,13 @@
 #include "../cli/metrics.h"
 
 #define CLOSE(got, want)                                                       \
-    cr_expect(fabs((got) - (want)) <= 1e-12 * (1 + fabs(want)),              \
+    cr_expect(fabs((got) - (want)) <= 1e-12 * (1 + fabs(want)),                \
               #got " = %.17g, want %.17g", (double)(got), (double)(want))
 
 Test(metrics, accuracy_and_confusion)
 {
     // predictions 0, 2, 1, 1 (first largest on the tie of row 3)
-    const float p[4 * 3] = {0.7f, 0.2f, 0.1f, 0.1f, 0.3f, 0.6f,
+    const float p[4 * 3] = {0.7f, 0.2f, 0.1f, 0.1f, 0.3f,  0.6f,
                             0.2f, 0.5f, 0.3f, 0.1f, 0.45f, 0.45f};
     const int label[4] = {0, 2, 2, 1};
     int cm[9];
@@ -85,10 +85,10 @@ Test(metrics, ece_bins_edges_and_one)
     const float c1 = 0.4f, c2 = nextafterf(0.4f, 0.0f);
     cr_assert((double)c1 > 6.0 / 15 && (double)c2 < 6.0 / 15);
     const float r1 = (1 - c1) / 2, r2 = (1 - c2) / 2;
-    const float p[4 * 3] = {1.0f, 0.0f, 0.0f, // conf 1.0, correct
+    const float p[4 * 3] = {1.0f,  0.0f,  0.0f, // conf 1.0, correct
                             0.95f, 0.05f, 0.0f, // conf .95, wrong
-                            c1, r1, r1,       // conf c1, wrong
-                            c2, r2, r2};      // conf c2, correct
+                            c1,    r1,    r1,   // conf c1, wrong
+                            c2,    r2,    r2};  // conf c2, correct
     const int label[4] = {0, 1, 1, 0};
     int cm[9];
     cli_qmetrics m = {.confusion = cm};
@@ -175,7 +175,7 @@ Test(metrics, per_question_union_and_exclusions)
     const fake_q qs[5] = {
         {"act", 2, {"read", "ask"}, 1, {0.3f, 0.7f}},
         {"act", 3, {"ask", "read", "stop"}, 2, {0.5f, 0.2f, 0.3f}},
-        {"mode", 1, {"normal"}, 0, {1.0f}},           // one option: out
+        {"mode", 1, {"normal"}, 0, {1.0f}},            // one option: out
         {"act", 2, {"read", "ask"}, -1, {0.9f, 0.1f}}, // no label: out
         {"act", 2, {"read", "ask"}, 0, {0.6f, 0.4f}},  // validation
     };

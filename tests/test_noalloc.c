@@ -64,7 +64,10 @@ static void on_malloc(const volatile void *p, size_t n)
     count();
 }
 
-static void on_free(const volatile void *p) { (void)p; }
+static void on_free(const volatile void *p)
+{
+    (void)p;
+}
 
 static int g_hooked;
 
@@ -142,7 +145,8 @@ static const int rec_nopt[NREC][4] = {{2, 3, 4}, {1}, {5, 2}};
 // of heap in use after them minus before.
 static long calls_in_updates(const clef_kernels *k, int threads, long *grown)
 {
-    const clef_config cfg = {.d = 300, .w = 256, .h = 4, .f = 200, .R = 1, .L = 1};
+    const clef_config cfg = {
+        .d = 300, .w = 256, .h = 4, .f = 200, .R = 1, .L = 1};
     clef_head hd;
     clef_err err = {0};
     cr_assert_eq(clef_head_alloc(&hd, &cfg, &err), 0, "%s", err.msg);
@@ -209,8 +213,9 @@ static void expect_no_allocation(const char *backend, int library)
                          "%s, %d thread(s): %ld allocation calls in 4 updates",
                          backend, t, calls);
         const long bound = library ? 64 << 10 : 0;
-        cr_expect(grown <= bound, "%s, %d thread(s): heap grew by %ld bytes in "
-                                  "4 updates (%ld allocation calls)",
+        cr_expect(grown <= bound,
+                  "%s, %d thread(s): heap grew by %ld bytes in "
+                  "4 updates (%ld allocation calls)",
                   backend, t, grown, calls);
     }
     omp_set_num_threads(before);
@@ -235,8 +240,23 @@ Test(noalloc, the_counter_sees_allocations)
     free(p), free(q), free(r);
 }
 
-Test(noalloc, scalar) { expect_no_allocation("scalar", 0); }
-Test(noalloc, avx2) { expect_no_allocation("avx2", 0); }
-Test(noalloc, avx512) { expect_no_allocation("avx512", 0); }
-Test(noalloc, onednn_retains_nothing) { expect_no_allocation("onednn", 1); }
-Test(noalloc, blis_retains_nothing) { expect_no_allocation("blis", 1); }
+Test(noalloc, scalar)
+{
+    expect_no_allocation("scalar", 0);
+}
+Test(noalloc, avx2)
+{
+    expect_no_allocation("avx2", 0);
+}
+Test(noalloc, avx512)
+{
+    expect_no_allocation("avx512", 0);
+}
+Test(noalloc, onednn_retains_nothing)
+{
+    expect_no_allocation("onednn", 1);
+}
+Test(noalloc, blis_retains_nothing)
+{
+    expect_no_allocation("blis", 1);
+}

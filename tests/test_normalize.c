@@ -134,8 +134,9 @@ Test(normalize, backward_fd_and_accumulates)
     for (int ri = 0; ri < NSHAPES; ri++)
         for (int ni = 0; ni < NSHAPES; ni++) {
             int rows = shapes[ri], n = shapes[ni];
-            cr_assert(normalize_backward_case(rows, n, CLEF_NORMALIZE_EPS, &rng),
-                      "normalize_bwd rows=%d n=%d eps=1e-12", rows, n);
+            cr_assert(
+                normalize_backward_case(rows, n, CLEF_NORMALIZE_EPS, &rng),
+                "normalize_bwd rows=%d n=%d eps=1e-12", rows, n);
             cr_assert(normalize_backward_case(rows, n, 0.5f, &rng),
                       "normalize_bwd rows=%d n=%d eps=0.5", rows, n);
         }

@@ -34,8 +34,9 @@ static bool close_eps(const char *what, const float *got, const float *want,
         double g = got[i], w = want[i];
         double lim = tol_eps * FLT_EPSILON * fmax(fabs(w), 1.0);
         if (!(fabs(g - w) <= lim)) {
-            fprintf(stderr, "%s[%zu]: got %.9g want %.9g (|diff| %.3g > %.3g)\n",
-                    what, i, g, w, fabs(g - w), lim);
+            fprintf(stderr,
+                    "%s[%zu]: got %.9g want %.9g (|diff| %.3g > %.3g)\n", what,
+                    i, g, w, fabs(g - w), lim);
             return false;
         }
     }
@@ -63,13 +64,14 @@ Test(onednn, table_is_complete_with_native_kernels_and_visible_fallthroughs)
     cr_assert_eq(clef_kernels_first_missing(k), CLEF_OP_COUNT);
     clef_kernels hw; // the dispatcher's hand-written choice per op
     char why[160];
-    cr_assert_eq(clef_dispatch_build(&hw, clef_isa_level(), NULL, why, sizeof why),
-                 0, "%s", why);
+    cr_assert_eq(
+        clef_dispatch_build(&hw, clef_isa_level(), NULL, why, sizeof why), 0,
+        "%s", why);
     static const clef_op native[] = {
-        CLEF_OP_gemm_nt,     CLEF_OP_gemm_nn,       CLEF_OP_gemm_tn,
+        CLEF_OP_gemm_nt,       CLEF_OP_gemm_nn,       CLEF_OP_gemm_tn,
         CLEF_OP_layernorm_fwd, CLEF_OP_layernorm_bwd, CLEF_OP_gelu_fwd,
-        CLEF_OP_gelu_bwd,    CLEF_OP_softmax_fwd,   CLEF_OP_softmax_bwd,
-        CLEF_OP_gemm_bf16_nt, CLEF_OP_gemm_bf16_nn, CLEF_OP_gemm_bf16_tn};
+        CLEF_OP_gelu_bwd,      CLEF_OP_softmax_fwd,   CLEF_OP_softmax_bwd,
+        CLEF_OP_gemm_bf16_nt,  CLEF_OP_gemm_bf16_nn,  CLEF_OP_gemm_bf16_tn};
     int is_native[CLEF_OP_COUNT] = {0};
     for (size_t i = 0; i < sizeof native / sizeof native[0]; i++)
         is_native[native[i]] = 1;
@@ -113,7 +115,9 @@ static void gemm_case(const clef_kernels *k, layout lay, int M, int N, int K,
     if (!acc)
         for (size_t i = 0; i < (size_t)M * ldc; i++)
             R[i] = isnan(R[i]) ? 0.0f : R[i];
-    clef_gemm_fn f = lay == NT ? k->gemm_nt : lay == NN ? k->gemm_nn : k->gemm_tn;
+    clef_gemm_fn f = lay == NT   ? k->gemm_nt
+                     : lay == NN ? k->gemm_nn
+                                 : k->gemm_tn;
     clef_gemm_fn r = lay == NT   ? clef_f32_gemm_nt__scalar
                      : lay == NN ? clef_f32_gemm_nn__scalar
                                  : clef_f32_gemm_tn__scalar;
@@ -138,8 +142,8 @@ Test(onednn, gemm_remainder_shapes_exact_vs_scalar)
             for (int b = 0; b < 4; b++)
                 for (int c = 0; c < 4; c++)
                     for (int acc = 0; acc < 2; acc++)
-                        gemm_case(k, (layout)lay, mn[a], mn[(a + b) % 4],
-                                  ks[c], acc, &rng);
+                        gemm_case(k, (layout)lay, mn[a], mn[(a + b) % 4], ks[c],
+                                  acc, &rng);
     // K = 0: an empty sum (overwrite: zeros; accumulate: unchanged)
     gemm_case(k, NT, 5, 3, 0, 0, &rng);
     gemm_case(k, NN, 5, 3, 0, 1, &rng);
@@ -151,8 +155,10 @@ Test(onednn, gemm_remainder_shapes_exact_vs_scalar)
 Test(onednn, gemm_blocked_shapes_exact_vs_scalar)
 {
     const clef_kernels *k = onednn();
-    static const int shapes[][3] = {{40, 300, 200}, {300, 40, 200},
-                                    {33, 520, 257}, {20, 100, 3000},
+    static const int shapes[][3] = {{40, 300, 200},
+                                    {300, 40, 200},
+                                    {33, 520, 257},
+                                    {20, 100, 3000},
                                     {129, 130, 600}};
     const int before = omp_get_max_threads();
     uint64_t rng = 611;
@@ -196,9 +202,10 @@ Test(onednn, layernorm_fwd_bwd_vs_scalar)
             clef_f32_layernorm_fwd__scalar(rows, n, x, g, be, yr, hr, rsr);
             double tf = 8 + 2.0 * n;
             cr_assert(close_eps("y", y, yr, rn, tf), "rows=%d n=%d", rows, n);
-            cr_assert(close_eps("xhat", h, hr, rn, tf), "rows=%d n=%d", rows, n);
-            cr_assert(close_eps("rstd", rs, rsr, rows, tf), "rows=%d n=%d", rows,
+            cr_assert(close_eps("xhat", h, hr, rn, tf), "rows=%d n=%d", rows,
                       n);
+            cr_assert(close_eps("rstd", rs, rsr, rows, tf), "rows=%d n=%d",
+                      rows, n);
 
             // backward accumulates into prefilled gradients; dx NULL allowed
             float *dx = clef_test_falloc(rn), *dg = clef_test_falloc(n),
@@ -213,7 +220,8 @@ Test(onednn, layernorm_fwd_bwd_vs_scalar)
             clef_f32_layernorm_bwd__scalar(rows, n, dy, hr, rsr, g, dxr, dgr,
                                            dbr);
             double tb = 16 + 2.0 * (rows > n ? rows : n);
-            cr_assert(close_eps("dx", dx, dxr, rn, tb), "rows=%d n=%d", rows, n);
+            cr_assert(close_eps("dx", dx, dxr, rn, tb), "rows=%d n=%d", rows,
+                      n);
             cr_assert(close_eps("dgamma", dg, dgr, n, tb), "rows=%d n=%d", rows,
                       n);
             cr_assert(close_eps("dbeta", db, dbr, n, tb), "rows=%d n=%d", rows,
@@ -271,21 +279,22 @@ Test(onednn, softmax_fwd_bwd_vs_scalar_with_masked_rows)
             clef_test_fill_uniform(dy, rn, -1.0f, 1.0f, &rng);
             if (n > 1)
                 x[1] = -INFINITY; // a masked entry
-            if (rows > 1) // a fully masked row gives zeros (kernels.h)
+            if (rows > 1)         // a fully masked row gives zeros (kernels.h)
                 for (int i = 0; i < n; i++)
                     x[(size_t)n + i] = -INFINITY;
             clef_test_fill_const(y, rn, NAN);
             k->softmax_fwd(rows, n, x, y);
             clef_f32_softmax_fwd__scalar(rows, n, x, yr);
             double t = 8 + 2.0 * n;
-            cr_assert(close_eps("softmax", y, yr, rn, t), "rows=%d n=%d", rows, n);
+            cr_assert(close_eps("softmax", y, yr, rn, t), "rows=%d n=%d", rows,
+                      n);
             if (rows > 1)
                 for (int i = 0; i < n; i++)
                     cr_assert_eq(y[(size_t)n + i], 0.0f, "masked row");
             clef_test_fcopy(y, x, rn); // in place: y = softmax(y)
             k->softmax_fwd(rows, n, y, y);
-            cr_assert(close_eps("softmax in place", y, yr, rn, t), "rows=%d n=%d",
-                      rows, n);
+            cr_assert(close_eps("softmax in place", y, yr, rn, t),
+                      "rows=%d n=%d", rows, n);
             clef_test_fill_pattern(dx, rn);
             clef_test_fcopy(dxr, dx, rn);
             k->softmax_bwd(rows, n, yr, dy, dx);
@@ -390,7 +399,7 @@ static void *gemm_thread(void *arg)
     for (int i = 0; i < 64 * 64; i++)
         A[i] = (float)(i % 5), B[i] = (float)(i % 3);
     k->gemm_nt(64, 64, 64, A, 64, B, 64, C, 64, 0); // a stream, a scratchpad
-    k->softmax_bwd(8, 64, A, B, C);                  // scratch
+    k->softmax_bwd(8, 64, A, B, C);                 // scratch
     return NULL;
 }
 
@@ -428,7 +437,8 @@ static int os_threads(void)
 static void gemm_random(clef_gemm_fn f, int M, int N, int K, float *C,
                         uint64_t seed)
 {
-    float *A = clef_test_falloc((size_t)M * K), *B = clef_test_falloc((size_t)N * K);
+    float *A = clef_test_falloc((size_t)M * K),
+          *B = clef_test_falloc((size_t)N * K);
     clef_test_fill_uniform(A, (size_t)M * K, -1.0f, 1.0f, &seed);
     clef_test_fill_uniform(B, (size_t)N * K, -1.0f, 1.0f, &seed);
     f(M, N, K, A, K, B, K, C, N, 0);
@@ -445,14 +455,16 @@ Test(onednn, results_do_not_depend_on_the_thread_count)
     static const int shapes[][3] = {{8, 8, 20000}, {96, 64, 512}, {1, 3, 4097}};
     for (int s = 0; s < 3; s++) {
         int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-        float *c1 = clef_test_falloc((size_t)M * N), *c2 = clef_test_falloc((size_t)M * N);
+        float *c1 = clef_test_falloc((size_t)M * N),
+              *c2 = clef_test_falloc((size_t)M * N);
         omp_set_num_threads(1);
         gemm_random(k->gemm_nt, M, N, K, c1, 605);
         omp_set_num_threads(2);
         gemm_random(k->gemm_nt, M, N, K, c2, 605);
         cr_expect(memcmp(c1, c2, (size_t)M * N * sizeof(float)) == 0,
                   "oneDNN gemm_nt M=%d N=%d K=%d differs between 1 and 2 "
-                  "threads", M, N, K);
+                  "threads",
+                  M, N, K);
         free(c1), free(c2);
     }
 }
@@ -461,7 +473,8 @@ Test(onednn, results_do_not_depend_on_the_thread_count)
 static void gemm_random_layout(const clef_kernels *k, layout lay, int M, int N,
                                int K, float *C, uint64_t seed)
 {
-    float *A = clef_test_falloc((size_t)M * K), *B = clef_test_falloc((size_t)N * K);
+    float *A = clef_test_falloc((size_t)M * K),
+          *B = clef_test_falloc((size_t)N * K);
     clef_test_fill_uniform(A, (size_t)M * K, -1.0f, 1.0f, &seed);
     clef_test_fill_uniform(B, (size_t)N * K, -1.0f, 1.0f, &seed);
     if (lay == NT)
@@ -482,8 +495,8 @@ Test(onednn, results_do_not_depend_on_threads_layout_or_region)
     if (omp_get_num_procs() < 2)
         cr_skip_test("one CPU: cannot run two threads");
     const int before = omp_get_max_threads();
-    static const int shapes[][3] = {{64, 256, 2000}, {256, 64, 3000},
-                                    {32, 128, 10000}, {300, 500, 700}};
+    static const int shapes[][3] = {
+        {64, 256, 2000}, {256, 64, 3000}, {32, 128, 10000}, {300, 500, 700}};
     for (int lay = NT; lay <= TN; lay++)
         for (int s = 0; s < 4; s++) {
             int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
@@ -503,7 +516,9 @@ Test(onednn, results_do_not_depend_on_threads_layout_or_region)
                 cr_expect(memcmp(c1, c, mn * sizeof(float)) == 0,
                           "layout %d M=%d N=%d K=%d: 1 thread and %s differ",
                           lay, M, N, K,
-                          t == 2 ? "2" : t == 3 ? "3" : "a parallel region");
+                          t == 2   ? "2"
+                          : t == 3 ? "3"
+                                   : "a parallel region");
             }
             free(c1), free(c);
         }
@@ -570,6 +585,7 @@ Test(onednn, threads_follow_the_setting_and_do_not_nest)
         worst = t > worst ? t : worst;
         free(Ct);
     }
-    cr_expect_eq(worst, t2, "nested call started threads (%d -> %d)", t2, worst);
+    cr_expect_eq(worst, t2, "nested call started threads (%d -> %d)", t2,
+                 worst);
     free(C);
 }

@@ -30,15 +30,14 @@ Test(package, sha256_known_vectors)
 
 Test(package, path_rule)
 {
-    const char *ok[] = {"a.safetensors", "sub/a.safetensors", "./a", "a..b",
-                        "..a/b", "a/b.."};
-    const char *bad[] = {"", "/etc/passwd", "..", "../a", "a/../b", "a/..",
-                         "a/./../b"};
+    const char *ok[] = {
+        "a.safetensors", "sub/a.safetensors", "./a", "a..b", "..a/b", "a/b.."};
+    const char *bad[] = {"",       "/etc/passwd", "..",      "../a",
+                         "a/../b", "a/..",        "a/./../b"};
     for (size_t i = 0; i < sizeof(ok) / sizeof(*ok); i++)
         cr_expect(clef_package_path_ok(ok[i]), "\"%s\" should pass", ok[i]);
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
-        cr_expect(!clef_package_path_ok(bad[i]), "\"%s\" should fail",
-                  bad[i]);
+        cr_expect(!clef_package_path_ok(bad[i]), "\"%s\" should fail", bad[i]);
 }
 
 Test(package, record_id_rule)

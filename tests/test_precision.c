@@ -130,8 +130,8 @@ static void products_case(const clef_kernels *k, int M, int N, int K)
             expected_product(k, form, M, N, K, a, ac, ar, b, bc, br, want);
             mm_form(&kb, form, M, N, K, A, lda, params, ldb, got);
             cr_expect_eq(memcmp(got, want, sizeof(float) * M * N), 0,
-                         "%dx%dx%d form %d pass %d: not the %s's bits", M, N,
-                         K, form, pass,
+                         "%dx%dx%d form %d pass %d: not the %s's bits", M, N, K,
+                         form, pass,
                          2.0 * M * N * K < CLEF_MM_BF16_SMALL_FLOPS
                              ? "fp32 kernel on the rounded operands"
                              : "bf16 kernel");
@@ -179,7 +179,8 @@ Test(precision, small_products_round_activations_as_cvt)
     enum { M = 64 };
     float A[M], one = 1.0f, got[M], want[M];
     for (int i = 0; i < M; i++) {
-        const uint32_t u = bits[i % (sizeof bits / sizeof bits[0])] ^ (i >= 32 ? 0x80000000u : 0);
+        const uint32_t u = bits[i % (sizeof bits / sizeof bits[0])] ^
+                           (i >= 32 ? 0x80000000u : 0);
         memcpy(&A[i], &u, sizeof u);
     }
     struct clef_mm mm;
@@ -195,7 +196,8 @@ Test(precision, small_products_round_activations_as_cvt)
     for (int i = 0; i < M; i++)
         cr_expect(memcmp(&got[i], &want[i], sizeof(float)) == 0,
                   "row %d (%08x): %a, want %a", i,
-                  (unsigned)bits[i % (sizeof bits / sizeof bits[0])], got[i], want[i]);
+                  (unsigned)bits[i % (sizeof bits / sizeof bits[0])], got[i],
+                  want[i]);
     free(a), free(b);
     clef_mm_free(&mm);
 }
@@ -492,8 +494,7 @@ static int score_logits(const char *dir, const char *pkg, const char *extra,
         json_t *j = json_loads(line, 0, NULL), *sc;
         size_t i;
         cr_assert_not_null(j, "not JSON: %s", line);
-        json_array_foreach(json_object_get(j, "scores"), i, sc)
-        {
+        json_array_foreach (json_object_get(j, "scores"), i, sc) {
             if (m < n)
                 z[m++] = json_number_value(json_object_get(sc, "logit"));
         }

@@ -35,8 +35,8 @@ static void plant_labels(const char *dir)
     json_t *recs = json_object_get(m, "records"), *shards;
     shards = json_object_get(m, "shards");
     for (size_t s = 0; s < json_array_size(shards); s++) {
-        const char *file =
-            json_string_value(json_object_get(json_array_get(shards, s), "file"));
+        const char *file = json_string_value(
+            json_object_get(json_array_get(shards, s), "file"));
         char *path = tp_path(dir, file);
         size_t n;
         uint8_t *bytes = (uint8_t *)tp_slurp(path, &n);
@@ -51,20 +51,24 @@ static void plant_labels(const char *dir)
         int planted = 0;
         for (size_t i = 0; i < json_array_size(recs); i++) {
             json_t *r = json_array_get(recs, i);
-            if (json_integer_value(json_object_get(r, "shard")) != (json_int_t)s)
+            if (json_integer_value(json_object_get(r, "shard")) !=
+                (json_int_t)s)
                 continue;
             char name[128];
             snprintf(name, sizeof name, "%s/hidden",
                      json_string_value(json_object_get(r, "id")));
-            json_t *off = json_object_get(json_object_get(hdr, name),
-                                          "data_offsets");
+            json_t *off =
+                json_object_get(json_object_get(hdr, name), "data_offsets");
             cr_assert_not_null(off, "%s", name);
-            const size_t b = 8 + hl + json_integer_value(json_array_get(off, 0)),
-                         e = 8 + hl + json_integer_value(json_array_get(off, 1));
+            const size_t b = 8 + hl +
+                             json_integer_value(json_array_get(off, 0)),
+                         e = 8 + hl +
+                             json_integer_value(json_array_get(off, 1));
             cr_assert_leq(e, n, "%s", name);
             cr_assert_geq(e - b, sizeof(float) * 3 * DIM, "%s: T < 3", name);
             json_t *q = json_array_get(json_object_get(r, "questions"), 0);
-            const int label = (int)json_integer_value(json_object_get(q, "label"));
+            const int label =
+                (int)json_integer_value(json_object_get(q, "label"));
             float row[DIM];
             uint8_t *at = bytes + b + sizeof(float) * (size_t)(1 + label) * DIM;
             memcpy(row, at, sizeof row);
@@ -103,10 +107,9 @@ static heldout train(const char *dir, const char *prec)
     heldout h = {
         json_real_value(json_object_get(m, "validation_accuracy_after")),
         json_real_value(json_object_get(m, "validation_loss_after"))};
-    cr_assert_str_eq(
-        json_string_value(json_object_get(json_object_get(res, "train"),
-                                          "precision")),
-        prec);
+    cr_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(res, "train"), "precision")),
+                     prec);
     json_decref(res);
     return h;
 }

@@ -66,8 +66,10 @@ Test(python, selftest_package_validates_and_trains, .timeout = 60)
               out);
     cr_expect(strstr(out, "noul 4, choice 4, score 3"), "%s", out);
     free(out);
-    rc = tp_clef(dir, "train --quiet --package %s/pkg/package.json --run-dir "
-                      "%s/run --epochs 2 --batch 2", dir, dir);
+    rc = tp_clef(dir,
+                 "train --quiet --package %s/pkg/package.json --run-dir "
+                 "%s/run --epochs 2 --batch 2",
+                 dir, dir);
     cr_expect_eq(rc, 0, "%s", err_text(errp));
     // and Python reads the weights clef exported
     snprintf(args, sizeof(args), "--inspect %s/run/weights.safetensors", dir);
@@ -100,8 +102,7 @@ Test(python, reads_clef_fixture, .timeout = 60)
     clef_package p;
     clef_err err = {0};
     cr_assert_eq(clef_package_read(man, NULL, &p, &err), 0, "%s", err.msg);
-    cr_expect_str_eq(json_string_value(json_object_get(j, "sha256")),
-                     p.sha256);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "sha256")), p.sha256);
     json_t *recs = json_object_get(j, "records");
     cr_assert_eq(json_array_size(recs), (size_t)p.nrecords);
     for (int i = 0; i < p.nrecords; i++) {
@@ -115,7 +116,8 @@ Test(python, reads_clef_fixture, .timeout = 60)
         // both sum the same float32 values in double, in the same order
         // except numpy's pairwise summation: a few ulp of double
         double got = json_number_value(json_object_get(r, "hidden_sum"));
-        cr_expect(fabs(got - sum) <= 64 * DBL_EPSILON * (fabs(sum) + c->T * c->d),
+        cr_expect(fabs(got - sum) <=
+                      64 * DBL_EPSILON * (fabs(sum) + c->T * c->d),
                   "%s: %.17g vs %.17g", c->id, got, sum);
     }
     clef_package_free(&p);

@@ -13,17 +13,19 @@ Test(registry, every_compiled_backend_is_complete)
         const clef_backend *b = clef_backend_at(i);
         cr_assert_not_null(b);
         cr_assert_not_null(b->name);
-        cr_assert_eq(clef_backend_find(b->name), b, "%s: find by name", b->name);
+        cr_assert_eq(clef_backend_find(b->name), b, "%s: find by name",
+                     b->name);
         if (!b->table) {
-            cr_expect_str_eq(clef_backend_unavailable(b), "not compiled in this build",
-                             "%s", b->name);
+            cr_expect_str_eq(clef_backend_unavailable(b),
+                             "not compiled in this build", "%s", b->name);
             continue;
         }
         compiled++;
         // a library table is composed when it first says it can run
         const char *why = clef_backend_unavailable(b);
         if (why) {
-            cr_expect(why[0] != '\0', "%s: unavailable without a reason", b->name);
+            cr_expect(why[0] != '\0', "%s: unavailable without a reason",
+                      b->name);
             continue;
         }
         clef_op miss = clef_kernels_first_missing(b->table);

@@ -11,7 +11,7 @@
 
 enum { LN, BIAS, GELU_F, GELU_B, COPY, ZERO, NOPS };
 static const char *op_name[] = {"layernorm_fwd", "bias_add", "gelu_fwd",
-                                "gelu_bwd", "copy", "zero"};
+                                "gelu_bwd",      "copy",     "zero"};
 
 // out: y | xhat | rstd (LN), y (the others); all of length 2·rows·n + rows
 static void run_op(const clef_kernels *k, int op, int split, int rows, int n,
@@ -106,8 +106,23 @@ static void rows_all(const char *name, int own)
     rows_case(name, own, 37, 65);    // below the threshold: one call
 }
 
-Test(rows, scalar) { rows_all("scalar", 1); }
-Test(rows, avx2) { rows_all("avx2", 1); }
-Test(rows, avx512) { rows_all("avx512", 1); }
-Test(rows, onednn) { rows_all("onednn", 0); }
-Test(rows, blis) { rows_all("blis", 0); }
+Test(rows, scalar)
+{
+    rows_all("scalar", 1);
+}
+Test(rows, avx2)
+{
+    rows_all("avx2", 1);
+}
+Test(rows, avx512)
+{
+    rows_all("avx512", 1);
+}
+Test(rows, onednn)
+{
+    rows_all("onednn", 0);
+}
+Test(rows, blis)
+{
+    rows_all("blis", 0);
+}

@@ -47,8 +47,7 @@ static char *path_in(const char *dir, const char *name)
 
 // Writes u64 LE `claim` | header bytes | data bytes, exactly as given.
 static void raw_write_claim(const char *path, uint64_t claim,
-                            const char *header, const void *data,
-                            size_t ndata)
+                            const char *header, const void *data, size_t ndata)
 {
     FILE *fp = fopen(path, "wb");
     cr_assert_not_null(fp);
@@ -166,8 +165,7 @@ Test(safetensors, read_every_dtype)
     uint16_t f16[6] = {0x3c00, 0x0001, 0x03ff, 0x7bff, 0x8000, 0xfc00};
     uint16_t bf16[3] = {0x3f80, 0x0001, 0xc2f7};
     // 0.1 rounds; 1+2^-24 is a tie (-> 1, even); 1+3*2^-24 ties up to even
-    double f64[4] = {0.1, 1.0 + ldexp(1, -24), 1.0 + 3 * ldexp(1, -24),
-                     -2.5};
+    double f64[4] = {0.1, 1.0 + ldexp(1, -24), 1.0 + 3 * ldexp(1, -24), -2.5};
     int32_t i32[2] = {-7, 2147483647};
     int64_t i64[3] = {-2147483648LL, 0, 5};
     uint8_t data[12 + 12 + 6 + 32 + 8 + 24];
@@ -179,16 +177,20 @@ Test(safetensors, read_every_dtype)
     memcpy(data + o, i32, 8), o += 8;
     memcpy(data + o, i64, 24), o += 24;
     cr_assert_eq(o, sizeof(data));
-    raw_write(p,
-              "{\"__metadata__\":{\"k\":\"v\"},"
-              "\"f32\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
-              "\"f16\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[12,24]},"
-              "\"bf16\":{\"dtype\":\"BF16\",\"shape\":[3,1],\"data_offsets\":[24,30]},"
-              "\"f64\":{\"dtype\":\"F64\",\"shape\":[4],\"data_offsets\":[30,62]},"
-              "\"i32\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[62,70]},"
-              "\"i64\":{\"dtype\":\"I64\",\"shape\":[1,3,1],\"data_offsets\":[70,94]},"
-              "\"empty\":{\"dtype\":\"F32\",\"shape\":[0,4],\"data_offsets\":[94,94]}}",
-              data, sizeof(data));
+    raw_write(
+        p,
+        "{\"__metadata__\":{\"k\":\"v\"},"
+        "\"f32\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
+        "\"f16\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[12,24]},"
+        "\"bf16\":{\"dtype\":\"BF16\",\"shape\":[3,1],\"data_offsets\":[24,30]}"
+        ","
+        "\"f64\":{\"dtype\":\"F64\",\"shape\":[4],\"data_offsets\":[30,62]},"
+        "\"i32\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[62,70]},"
+        "\"i64\":{\"dtype\":\"I64\",\"shape\":[1,3,1],\"data_offsets\":[70,94]}"
+        ","
+        "\"empty\":{\"dtype\":\"F32\",\"shape\":[0,4],\"data_offsets\":[94,94]}"
+        "}",
+        data, sizeof(data));
 
     clef_st_file f;
     clef_err err = {0};
@@ -217,8 +219,7 @@ Test(safetensors, read_every_dtype)
     cr_assert_not_null(strstr(err.msg, "element 5"), "%s", err.msg);
     cr_assert_eq(clef_st_read_f32(&f, t, out, 0, &err), 0, "%s", err.msg);
     for (int i = 0; i < 6; i++)
-        cr_assert_eq(f32_bits(out[i]), f32_bits(ref_f16(f16[i])), "f16[%d]",
-                     i);
+        cr_assert_eq(f32_bits(out[i]), f32_bits(ref_f16(f16[i])), "f16[%d]", i);
     cr_assert_eq(out[1], ldexpf(1, -24)); // smallest subnormal
     cr_assert_eq(out[3], 65504.0f);
 
@@ -256,8 +257,7 @@ Test(safetensors, read_every_dtype)
     cr_assert_not_null(strstr(err.msg, "not a float dtype"), "%s", err.msg);
     cr_assert_eq(clef_st_read_i32(&f, clef_st_find(&f, "f32"), iout, &err),
                  CLEF_ERR_INPUT);
-    cr_assert_not_null(strstr(err.msg, "not an integer dtype"), "%s",
-                       err.msg);
+    cr_assert_not_null(strstr(err.msg, "not an integer dtype"), "%s", err.msg);
     clef_st_close(&f);
     free(p);
     tp_rmdir(dir);
@@ -272,10 +272,11 @@ Test(safetensors, scalar_shape_and_i64_range)
     int64_t big = 2147483648LL;
     memcpy(data, &s, 4);
     memcpy(data + 4, &big, 8);
-    raw_write(p,
-              "{\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]},"
-              "\"big\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[4,12]}}",
-              data, sizeof(data));
+    raw_write(
+        p,
+        "{\"s\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]},"
+        "\"big\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[4,12]}}",
+        data, sizeof(data));
     clef_st_file f;
     clef_err err = {0};
     cr_assert_eq(clef_st_open(p, &f, &err), 0, "%s", err.msg);
@@ -289,8 +290,7 @@ Test(safetensors, scalar_shape_and_i64_range)
     cr_assert_eq(clef_st_read_i32(&f, clef_st_find(&f, "big"), &i, &err),
                  CLEF_ERR_INPUT);
     cr_assert_not_null(strstr(err.msg, "tensor big"), "%s", err.msg);
-    cr_assert_not_null(strstr(err.msg, "does not fit in int32"), "%s",
-                       err.msg);
+    cr_assert_not_null(strstr(err.msg, "does not fit in int32"), "%s", err.msg);
     clef_st_close(&f);
     free(p);
     tp_rmdir(dir);
@@ -539,9 +539,10 @@ Test(safetensors, reject_duplicate_name)
 
 Test(safetensors, reject_unknown_dtype)
 {
-    broken("dtype.safetensors",
-           "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]}}",
-           4, "tensor a", "unknown dtype F8_E4M3");
+    broken(
+        "dtype.safetensors",
+        "{\"a\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]}}",
+        4, "tensor a", "unknown dtype F8_E4M3");
 }
 
 Test(safetensors, reject_begin_after_end)
@@ -553,9 +554,8 @@ Test(safetensors, reject_begin_after_end)
 
 Test(safetensors, reject_missing_field)
 {
-    broken("missing.safetensors",
-           "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", 4, "tensor a",
-           "missing data_offsets");
+    broken("missing.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}",
+           4, "tensor a", "missing data_offsets");
 }
 
 Test(safetensors, reject_negative_dim)
@@ -587,10 +587,11 @@ Test(safetensors, reject_nan_with_require_finite)
     uint8_t data[14];
     memcpy(data, v, 12);
     memcpy(data + 12, &inf, 2);
-    raw_write(p,
-              "{\"w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
-              "\"g\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[12,14]}}",
-              data, sizeof(data));
+    raw_write(
+        p,
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
+        "\"g\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[12,14]}}",
+        data, sizeof(data));
     clef_st_file f;
     clef_err err = {0};
     cr_assert_eq(clef_st_open(p, &f, &err), 0, "%s", err.msg);

@@ -137,8 +137,8 @@ Test(softmax, backward_fd_and_accumulates)
     for (int ri = 0; ri < NSHAPES; ri++)
         for (int ni = 0; ni < NSHAPES; ni++)
             for (int ninf = 0; ninf <= 1; ninf++)
-                cr_assert(softmax_backward_case(shapes[ri], shapes[ni], ninf,
-                                                &rng),
-                          "softmax_bwd rows=%d n=%d ninf=%d", shapes[ri],
-                          shapes[ni], ninf);
+                cr_assert(
+                    softmax_backward_case(shapes[ri], shapes[ni], ninf, &rng),
+                    "softmax_bwd rows=%d n=%d ninf=%d", shapes[ri], shapes[ni],
+                    ninf);
 }

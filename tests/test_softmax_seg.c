@@ -37,7 +37,8 @@ Test(softmax_seg, forward)
     float *x = clef_test_falloc(total), *y = clef_test_falloc(total);
     double *xd = clef_test_dalloc(total), *yd = clef_test_dalloc(total);
     for (int rep = 0; rep < 3; rep++) {
-        clef_test_fill_uniform(x, total, -4.0f + 50 * rep, 4.0f + 50 * rep, &rng);
+        clef_test_fill_uniform(x, total, -4.0f + 50 * rep, 4.0f + 50 * rep,
+                               &rng);
         if (rep == 2) // some −INF entries (never a whole segment here)
             for (int i = 1; i < total; i += 5)
                 x[i] = -INFINITY;
@@ -49,7 +50,8 @@ Test(softmax_seg, forward)
             int len = off[s + 1] - off[s];
             cr_assert(clef_test_close_d(y + off[s], yd + off[s], len, 0,
                                         (len + 12) * CLEF_TEST_EPS),
-                      "softmax_seg_fwd segment %d (len %d) rep %d", s, len, rep);
+                      "softmax_seg_fwd segment %d (len %d) rep %d", s, len,
+                      rep);
         }
     }
     free(x), free(y), free(xd), free(yd);

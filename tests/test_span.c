@@ -21,8 +21,8 @@ static const int ncols[] = {1, 2, 3, 7, 13, 17, 31, 33};
 // spans (NSPAN, 2): fixed awkward ones, then random non-empty ones
 static void make_spans(int *spans, uint64_t *rng)
 {
-    static const int fixed[NFIXED][2] = {{0, 1},  {T - 1, T}, {0, T},  {5, 12},
-                                         {10, 14}, {3, 4},    {16, 33}};
+    static const int fixed[NFIXED][2] = {{0, 1},   {T - 1, T}, {0, T},  {5, 12},
+                                         {10, 14}, {3, 4},     {16, 33}};
     for (int s = 0; s < NFIXED; s++)
         spans[2 * s] = fixed[s][0], spans[2 * s + 1] = fixed[s][1];
     for (int s = NFIXED; s < NSPAN; s++) {
@@ -45,7 +45,8 @@ static void span_ref(const int *spans, int n, const double *X, double *Y,
             }
             Y[(size_t)s * n + c] = acc / len;
             if (bound)
-                bound[(size_t)s * n + c] = (len + 2) * CLEF_TEST_EPS * mag / len;
+                bound[(size_t)s * n + c] =
+                    (len + 2) * CLEF_TEST_EPS * mag / len;
         }
     }
 }
@@ -123,7 +124,8 @@ Test(span, scatter_fd_and_accumulates)
                          (fabs((double)pre[i]) + 2 * clef_test_max_abs(w, sy));
             ok2 = fabs(acc[i] - want) <= tol;
             if (!ok2)
-                fprintf(stderr, "[%zu]: %g + %g != %g\n", i, pre[i], dX[i], acc[i]);
+                fprintf(stderr, "[%zu]: %g + %g != %g\n", i, pre[i], dX[i],
+                        acc[i]);
         }
         free(w), free(dX), free(pre), free(acc), free(Xd), free(Yd);
         free(wd), free(fd), free(X);

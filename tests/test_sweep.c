@@ -110,8 +110,8 @@ Test(sweep, runs_match_clef_train_alone)
 Test(sweep, mixed_precisions_match_clef_train_alone)
 {
     char *dir = tp_tmpdir(), *pkg = make_fixture(dir);
-    cr_assert_eq(sweep(dir, pkg, "mix", "--grid precision=fp32,bf16"), 0,
-                 "%s", tp_err(dir));
+    cr_assert_eq(sweep(dir, pkg, "mix", "--grid precision=fp32,bf16"), 0, "%s",
+                 tp_err(dir));
     static const char *const prec[2] = {"fp32", "bf16"};
     for (int i = 0; i < 2; i++) {
         char alone[PATH_MAX], a[PATH_MAX + 32], s[PATH_MAX];
@@ -175,8 +175,8 @@ Test(sweep, resume_after_kill_is_byte_identical)
     cr_assert(rc == 137 || rc == -1, "not killed: exit %d", rc);
     rc = killed_sweep(dir, pkg, "cut", "12");
     cr_assert(rc == 137 || rc == -1, "not killed on resume: exit %d", rc);
-    cr_assert_eq(sweep(dir, pkg, "cut", GRID CUT_CKPT " --parallel 2"), 0,
-                 "%s", tp_err(dir));
+    cr_assert_eq(sweep(dir, pkg, "cut", GRID CUT_CKPT " --parallel 2"), 0, "%s",
+                 tp_err(dir));
     char a[PATH_MAX], b[PATH_MAX];
     snprintf(a, sizeof(a), "%s/whole/sweep.json", dir);
     snprintf(b, sizeof(b), "%s/cut/sweep.json", dir);
@@ -187,7 +187,8 @@ Test(sweep, resume_after_kill_is_byte_identical)
             json_string_value(json_object_get(json_array_get(runs, i), "name"));
         snprintf(a, sizeof(a), "%s/whole/runs/%s/weights.safetensors", dir, rn);
         snprintf(b, sizeof(b), "%s/cut/runs/%s/weights.safetensors", dir, rn);
-        cr_assert(tp_same_file(a, b), "run %s differs after kill and rerun", rn);
+        cr_assert(tp_same_file(a, b), "run %s differs after kill and rerun",
+                  rn);
     }
     json_decref(runs);
     // the same command again: every run skipped, outputs checked

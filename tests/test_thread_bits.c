@@ -27,24 +27,32 @@
 // records 0-2: one bucket (T 200, the same questions); 3-5 of mixed T
 static const int rec_T[NREC] = {200, 200, 200, 300, 64, 17};
 static const int rec_Q[NREC] = {3, 3, 3, 2, 4, 1};
-static const int rec_types[NREC][4] = {
-    {0, 1, 2}, {0, 1, 2}, {0, 1, 2}, {2, 1}, {1, 1, 2, 0}, {1}};
-static const int rec_nopt[NREC][4] = {
-    {2, 3, 4}, {2, 3, 4}, {2, 3, 4}, {5, 2}, {2, 1, 3, 2}, {3}};
+static const int rec_types[NREC][4] = {{0, 1, 2}, {0, 1, 2},    {0, 1, 2},
+                                       {2, 1},    {1, 1, 2, 0}, {1}};
+static const int rec_nopt[NREC][4] = {{2, 3, 4}, {2, 3, 4},    {2, 3, 4},
+                                      {5, 2},    {2, 1, 3, 2}, {3}};
 
 typedef clef_test_batch bits_run;
 
 static void run_init(bits_run *r, uint64_t seed)
 {
-    const clef_config cfg = {.d = 256, .w = 128, .h = 4, .f = 256, .R = 1,
-                             .L = 1};
-    const clef_test_batch_spec spec = {
-        .n = NREC, .V = 13, .T = rec_T, .Q = rec_Q, .types = rec_types,
-        .nopt = rec_nopt, .rng_mul = 6007, .rng_add = 5};
+    const clef_config cfg = {
+        .d = 256, .w = 128, .h = 4, .f = 256, .R = 1, .L = 1};
+    const clef_test_batch_spec spec = {.n = NREC,
+                                       .V = 13,
+                                       .T = rec_T,
+                                       .Q = rec_Q,
+                                       .types = rec_types,
+                                       .nopt = rec_nopt,
+                                       .rng_mul = 6007,
+                                       .rng_add = 5};
     clef_test_batch_init(r, &cfg, seed, &spec);
 }
 
-static void run_free(bits_run *r) { clef_test_batch_free(r); }
+static void run_free(bits_run *r)
+{
+    clef_test_batch_free(r);
+}
 
 // STEPS updates of batch 3 (the bucket, then the mixed batch, in turn) on
 // `threads` threads, in bf16 when bf16 (the backend's bf16 GEMMs, core/mm.h);
@@ -98,8 +106,8 @@ static void check_bits_in(const char *backend, const char *mode, int bf16)
         cr_expect(i < 0,
                   "%s (%s%s): after %d updates, parameter %ld is %.9g on 1 "
                   "thread and %.9g on %d (run %zu)",
-                  backend, mode, bf16 ? ", bf16" : "", STEPS, i, i < 0 ? 0.0 : ref[i],
-                  i < 0 ? 0.0 : w[i], counts[c], c + 1);
+                  backend, mode, bf16 ? ", bf16" : "", STEPS, i,
+                  i < 0 ? 0.0 : ref[i], i < 0 ? 0.0 : w[i], counts[c], c + 1);
         free(w);
     }
     free(ref);

@@ -60,7 +60,7 @@ static json_t *clef_logits(const char *dir)
         }
         size_t i;
         json_t *s;
-        json_array_foreach(json_object_get(reply, "scores"), i, s)
+        json_array_foreach (json_object_get(reply, "scores"), i, s)
             json_array_append(z, json_object_get(s, "logit"));
         json_decref(reply);
     }
@@ -80,8 +80,10 @@ static void mixed_run(const char *dir, int epochs, char *pkg, char *weights)
     snprintf(cmd, sizeof(cmd), "mkdir -p %s", pkg);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(tp_write_mixed_package(pkg), 0);
-    cr_assert_eq(tp_clef(dir, "train --package %s/package.json --run-dir %s/run "
-                              "--epochs %d --lr 0.01 --quiet", pkg, dir, epochs),
+    cr_assert_eq(tp_clef(dir,
+                         "train --package %s/package.json --run-dir %s/run "
+                         "--epochs %d --lr 0.01 --quiet",
+                         pkg, dir, epochs),
                  0);
 }
 
@@ -92,10 +94,12 @@ static json_t *torch_json(const char *dir, const char *what, const char *pkg,
 {
     char cmd[8192], out[1024];
     snprintf(out, sizeof(out), "%s/torch-%s-%s.json", dir, what, precision);
-    snprintf(cmd, sizeof(cmd), PY " %s %s --weights %s --package "
-             "%s/package.json --precision %s > %s 2> %s/torch.err", TORCH_HEAD,
-             what, weights, pkg, precision, out, dir);
-    cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)", dir);
+    snprintf(cmd, sizeof(cmd),
+             PY " %s %s --weights %s --package "
+                "%s/package.json --precision %s > %s 2> %s/torch.err",
+             TORCH_HEAD, what, weights, pkg, precision, out, dir);
+    cr_assert_eq(system(cmd), 0, "torch_head.py failed (see %s/torch.err)",
+                 dir);
     json_error_t e;
     json_t *theirs = json_load_file(out, 0, &e);
     cr_assert_not_null(theirs, "%s", e.text);
@@ -127,10 +131,11 @@ static double worst_diff(json_t *ours, json_t *theirs, double unit,
     json_t *zt;
     double worst = 0;
     *over = 0;
-    json_object_foreach(theirs, rec, zt) {
+    json_object_foreach (theirs, rec, zt) {
         json_t *zo = json_object_get(ours, rec);
         cr_assert_not_null(zo, "clef score has no record %s", rec);
-        cr_assert_eq(json_array_size(zo), json_array_size(zt), "record %s", rec);
+        cr_assert_eq(json_array_size(zo), json_array_size(zt), "record %s",
+                     rec);
         double scale = 1.0;
         for (size_t i = 0; i < json_array_size(zt); i++)
             scale = fmax(scale, fabs(json_number_value(json_array_get(zt, i))));
@@ -170,10 +175,14 @@ Test(torch_parity, exported_weights_give_pytorch_logits, .timeout = 120)
         json_t *ours = clef_scores(dir, pkg, weights, modes[m], "");
         int over;
         double worst = worst_diff(ours, theirs, FLT_EPSILON, FP32_BOUND, &over);
-        fprintf(stderr, "[torch_parity] %s: worst logit difference: %.1f "
-                        "FLT_EPSILON\n", modes[m], worst);
-        cr_expect(worst <= FP32_BOUND, "%s: clef and PyTorch logits differ by "
-                  "%.1f FLT_EPSILON of the scale", modes[m], worst);
+        fprintf(stderr,
+                "[torch_parity] %s: worst logit difference: %.1f "
+                "FLT_EPSILON\n",
+                modes[m], worst);
+        cr_expect(worst <= FP32_BOUND,
+                  "%s: clef and PyTorch logits differ by "
+                  "%.1f FLT_EPSILON of the scale",
+                  modes[m], worst);
         json_decref(ours);
     }
     json_decref(theirs);
@@ -192,7 +201,8 @@ Test(torch_parity, bf16_scores_give_pytorch_bf16_logits, .timeout = 120)
     mixed_run(dir, 0, pkg, weights); // fresh: bf16's roundings see the same
                                      // values on every machine
     json_t *theirs = torch_json(dir, "logits", pkg, weights, "bf16");
-    json_t *proj = clef_scores(dir, pkg, weights, "project", "--precision bf16");
+    json_t *proj =
+        clef_scores(dir, pkg, weights, "project", "--precision bf16");
     json_t *abs = clef_scores(dir, pkg, weights, "absorb", "--precision bf16");
     json_t *fp32 = clef_scores(dir, pkg, weights, "project", "");
     int po, ao, fo;
@@ -200,23 +210,32 @@ Test(torch_parity, bf16_scores_give_pytorch_bf16_logits, .timeout = 120)
     const double a = worst_diff(abs, theirs, BF16_UNIT, 1.0, &ao);
     const double f = worst_diff(fp32, theirs, FLT_EPSILON, FP32_BOUND, &fo);
     const int n = (int)json_object_size(theirs);
-    fprintf(stderr, "[torch_parity] bf16: projected %.1f FLT_EPSILON (%d of %d "
-                    "records past %.0f), absorbed %.3f bf16 units (%.0f "
-                    "FLT_EPSILON); fp32 logits %.0f FLT_EPSILON away\n", p, po,
-            n, FP32_BOUND, a, a * BF16_UNIT / FLT_EPSILON, f);
+    fprintf(stderr,
+            "[torch_parity] bf16: projected %.1f FLT_EPSILON (%d of %d "
+            "records past %.0f), absorbed %.3f bf16 units (%.0f "
+            "FLT_EPSILON); fp32 logits %.0f FLT_EPSILON away\n",
+            p, po, n, FP32_BOUND, a, a * BF16_UNIT / FLT_EPSILON, f);
     // A float32 sum a hair from float64's can round to the other bf16 value:
     // that record then differs at bf16's scale. A misplaced or missing
     // rounding moves every record that reads it.
-    cr_expect(3 * po <= n, "bf16, memories projected: %d of %d records differ "
+    cr_expect(3 * po <= n,
+              "bf16, memories projected: %d of %d records differ "
               "from PyTorch's by more than %.0f FLT_EPSILON of the scale "
-              "(worst %.1f)", po, n, FP32_BOUND, p);
-    cr_expect(p * FLT_EPSILON <= BF16_UNIT, "bf16, memories projected: a "
-              "record differs from PyTorch's by %.1f FLT_EPSILON", p);
-    cr_expect(ao == 0, "bf16, memories absorbed: clef and PyTorch differ by "
-              "%.3f bf16 units of the scale", a);
-    cr_expect(fo == n, "only %d of %d records' fp32 logits are farther than "
+              "(worst %.1f)",
+              po, n, FP32_BOUND, p);
+    cr_expect(p * FLT_EPSILON <= BF16_UNIT,
+              "bf16, memories projected: a "
+              "record differs from PyTorch's by %.1f FLT_EPSILON",
+              p);
+    cr_expect(ao == 0,
+              "bf16, memories absorbed: clef and PyTorch differ by "
+              "%.3f bf16 units of the scale",
+              a);
+    cr_expect(fo == n,
+              "only %d of %d records' fp32 logits are farther than "
               "%.0f FLT_EPSILON from PyTorch's bf16 ones: the bound cannot "
-              "tell bf16 from fp32", fo, n, FP32_BOUND);
+              "tell bf16 from fp32",
+              fo, n, FP32_BOUND);
     json_decref(proj);
     json_decref(abs);
     json_decref(fp32);
@@ -246,15 +265,19 @@ static void one_update(const char *dir, const char *pkg, const char *w0,
                        const char *precision)
 {
     setenv("CLEF_MEMORY_ATTENTION", "project", 1);
-    int rc = tp_clef(dir, "train --package %s/package.json --run-dir "
-                          "%s/%s-step --init %s --precision %s --epochs 1 "
-                          "--batch 4 --lr %g --eps 1 --weight-decay 0 --quiet",
+    int rc = tp_clef(dir,
+                     "train --package %s/package.json --run-dir "
+                     "%s/%s-step --init %s --precision %s --epochs 1 "
+                     "--batch 4 --lr %g --eps 1 --weight-decay 0 --quiet",
                      pkg, dir, precision, w0, precision, UPDATE_LR);
     unsetenv("CLEF_MEMORY_ATTENTION");
     cr_assert_eq(rc, 0, "one %s update", precision);
 }
 
-static double u_of(double g) { return UPDATE_LR * g / (fabs(g) + 1.0); }
+static double u_of(double g)
+{
+    return UPDATE_LR * g / (fabs(g) + 1.0);
+}
 
 // err[i] for each of h0's tensors, h1 the weights one update later: see
 // above.
@@ -268,14 +291,16 @@ static void update_errors(const clef_head *h0, const clef_head *h1,
         cr_assert(json_array_size(g) == h0->tensors[i].numel, "%s",
                   h0->tensors[i].name);
         for (size_t j = 0; j < json_array_size(g); j++)
-            top = fmax(top, fabs(u_of(json_number_value(json_array_get(g, j)))));
+            top =
+                fmax(top, fabs(u_of(json_number_value(json_array_get(g, j)))));
     }
     for (int i = 0; i < h0->ntensors; i++) {
         const clef_tensor_info *t = &h0->tensors[i];
         json_t *g = json_object_get(grads, t->name);
         double scale = 1e-3 * top, worst = 0;
         for (size_t j = 0; j < t->numel; j++)
-            scale = fmax(scale, fabs(u_of(json_number_value(json_array_get(g, j)))));
+            scale = fmax(scale,
+                         fabs(u_of(json_number_value(json_array_get(g, j)))));
         for (size_t j = 0; j < t->numel; j++) {
             const double uc = (double)h0->params[t->offset + j] -
                               (double)h1->params[t->offset + j];
@@ -327,8 +352,10 @@ Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
         err[c] = malloc(sizeof(double) * (size_t)n);
         update_errors(&h0, &h1[c == 1], g[c >= 1], err[c]);
         summary(err[c], n, &med[c], &worst[c]);
-        fprintf(stderr, "[torch_parity] %s: %d tensors, median %.0f, worst "
-                        "%.0f FLT_EPSILON\n", what[c], n, med[c], worst[c]);
+        fprintf(stderr,
+                "[torch_parity] %s: %d tensors, median %.0f, worst "
+                "%.0f FLT_EPSILON\n",
+                what[c], n, med[c], worst[c]);
     }
     // fp32: the logits' bound (measured worst 6-28 on the avx512, avx2 and
     // scalar tables). bf16: the same bound for the median tensor, and an
@@ -341,14 +368,21 @@ Test(torch_parity, bf16_update_follows_pytorch_bf16_gradient, .timeout = 180)
     // 568-6,822 on three random heads); W0 is the seeded fresh head, so that
     // this package's values are the same on every machine.
     const double eighth = BF16_UNIT / 8 / FLT_EPSILON; // 4096
-    cr_expect(worst[0] <= FP32_BOUND, "fp32 update: a tensor %.0f FLT_EPSILON "
-              "from PyTorch's", worst[0]);
-    cr_expect(med[1] <= FP32_BOUND && worst[1] <= eighth, "bf16 update: "
+    cr_expect(worst[0] <= FP32_BOUND,
+              "fp32 update: a tensor %.0f FLT_EPSILON "
+              "from PyTorch's",
+              worst[0]);
+    cr_expect(med[1] <= FP32_BOUND && worst[1] <= eighth,
+              "bf16 update: "
               "median tensor %.0f, worst %.0f FLT_EPSILON from PyTorch's bf16 "
-              "gradient", med[1], worst[1]);
-    cr_expect(med[2] > 4 * eighth, "the fp32 update's median tensor is only "
-              "%.0f FLT_EPSILON from PyTorch's bf16 gradient: the bounds cannot "
-              "tell bf16 from fp32", med[2]);
+              "gradient",
+              med[1], worst[1]);
+    cr_expect(
+        med[2] > 4 * eighth,
+        "the fp32 update's median tensor is only "
+        "%.0f FLT_EPSILON from PyTorch's bf16 gradient: the bounds cannot "
+        "tell bf16 from fp32",
+        med[2]);
     for (int c = 0; c < 3; c++)
         free(err[c]);
     for (int p = 0; p < 2; p++) {

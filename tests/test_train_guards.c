@@ -45,8 +45,9 @@ Test(train_guards, eps_and_betas_that_divide_by_zero_exit_2, .timeout = 60)
     const char *bad[] = {"--eps 0", "--eps 1e-50", "--eps -1",
                          "--betas 0.9,0.9999999999", "--betas 0.99999999,0.9"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        int rc = tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --checkpoint-every 1 %s",
+        int rc = tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --checkpoint-every 1 %s",
                          pkg, dir, bad[i]);
         cr_expect_eq(rc, 2, "%s: exit %d", bad[i], rc);
         cr_expect(strstr(tp_err(dir), bad[i][2] == 'e' ? "--eps" : "--betas"),
@@ -62,12 +63,19 @@ Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
 {
     char *dir = tp_tmpdir();
     char *pkg = tp_fixture_in(dir);
-    const char *bad[] = {"' -1'", "-1", "' 5'", "+5", "0x10", "5x",
-                         "9223372036854775808", "18446744073709551615",
+    const char *bad[] = {"' -1'",
+                         "-1",
+                         "' 5'",
+                         "+5",
+                         "0x10",
+                         "5x",
+                         "9223372036854775808",
+                         "18446744073709551615",
                          "''"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-        int rc = tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --seed %s",
+        int rc = tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --seed %s",
                          pkg, dir, bad[i]);
         cr_expect_eq(rc, 2, "--seed %s: exit %d", bad[i], rc);
         cr_expect(strstr(tp_err(dir), "--seed"), "%s", tp_err(dir));
@@ -76,9 +84,11 @@ Test(train_guards, seeds_are_decimal_and_fit_json, .timeout = 60)
         cr_expect_eq(rc, 2, "fixture --seed %s: exit %d", bad[i], rc);
     }
     // the largest seed is kept exactly in result.json and the checkpoint
-    cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --seed 9223372036854775807",
-                         pkg, dir), 0, "%s", tp_err(dir));
+    cr_assert_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --seed 9223372036854775807",
+                         pkg, dir),
+                 0, "%s", tp_err(dir));
     json_t *r = load_json(tp_path(dir, "run/result.json"));
     json_t *seed = json_object_get(json_object_get(r, "train"), "seed");
     cr_expect(json_is_integer(seed));
@@ -94,18 +104,21 @@ Test(train_guards, non_finite_state_is_never_written, .timeout = 60)
 {
     char *dir = tp_tmpdir();
     char *pkg = tp_fixture_in(dir);
-    int rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
-                          "%s/run --epochs 4 --checkpoint-every 1 "
-                          "--keep-checkpoints 0",
+    int rc = tp_clef(dir,
+                     "train --quiet --package %s/package.json --run-dir "
+                     "%s/run --epochs 4 --checkpoint-every 1 "
+                     "--keep-checkpoints 0",
                      pkg, dir);
     cr_assert_eq(rc, 0, "%s", tp_err(dir));
-    rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
-                      "%s/bad --epochs 4 --checkpoint-every 1 "
-                      "--keep-checkpoints 0 --json-out %s/bad.json",
+    rc = tp_clef(dir,
+                 "train --quiet --package %s/package.json --run-dir "
+                 "%s/bad --epochs 4 --checkpoint-every 1 "
+                 "--keep-checkpoints 0 --json-out %s/bad.json",
                  pkg, dir, dir);
     cr_assert_eq(rc, 0);
     char cmd[4096];
-    snprintf(cmd, sizeof(cmd), "env CLEF_FAULT_NAN_STEP=3 %s/clef train "
+    snprintf(cmd, sizeof(cmd),
+             "env CLEF_FAULT_NAN_STEP=3 %s/clef train "
              "--quiet --package %s/package.json --run-dir %s/nan --epochs 4 "
              "--checkpoint-every 1 --keep-checkpoints 0 >%s/out 2>%s/err",
              CLEF_BIN_DIR, pkg, dir, dir, dir);
@@ -137,24 +150,27 @@ Test(train_guards, resume_prunes_by_its_own_history, .timeout = 90)
 {
     char *dir = tp_tmpdir();
     char *pkg = tp_fixture_in(dir);
-    cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --epochs 3 "
-                              "--checkpoint-every 1 --keep-checkpoints 0",
-                         pkg, dir), 0, "%s", tp_err(dir));
+    cr_assert_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --epochs 3 "
+                         "--checkpoint-every 1 --keep-checkpoints 0",
+                         pkg, dir),
+                 0, "%s", tp_err(dir));
     cr_assert(tp_exists(tp_path(dir, "run/checkpoint-6.safetensors")));
     // 2 steps an epoch: resume from step 2 to 4, keeping one checkpoint
-    int rc = tp_clef(dir, "train --quiet --package %s/package.json --run-dir "
-                          "%s/run --epochs 2 --checkpoint-every 1 "
-                          "--keep-checkpoints 1 --resume "
-                          "%s/run/checkpoint-2.safetensors",
+    int rc = tp_clef(dir,
+                     "train --quiet --package %s/package.json --run-dir "
+                     "%s/run --epochs 2 --checkpoint-every 1 "
+                     "--keep-checkpoints 1 --resume "
+                     "%s/run/checkpoint-2.safetensors",
                      pkg, dir, dir);
     cr_assert_eq(rc, 0, "resume: exit %d: %s", rc, tp_err(dir));
     json_t *r = load_json(tp_path(dir, "run/result.json"));
     cr_expect_str_eq(json_string_value(json_object_get(r, "status")), "ok");
     json_t *checks = json_object_get(r, "checks");
     cr_expect(json_is_true(json_object_get(checks, "checkpoint_reload")));
-    json_t *ck = json_object_get(json_object_get(r, "artifacts"),
-                                 "checkpoints");
+    json_t *ck =
+        json_object_get(json_object_get(r, "artifacts"), "checkpoints");
     cr_assert_eq(json_array_size(ck), 1, "keeps its own newest one");
     cr_expect(strstr(json_string_value(json_array_get(ck, 0)),
                      "/checkpoint-4.safetensors"));
@@ -174,9 +190,11 @@ Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
 {
     char *dir = tp_tmpdir();
     char *pkg = tp_fixture_in(dir);
-    cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --epochs 1",
-                         pkg, dir), 0, "%s", tp_err(dir));
+    cr_assert_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --epochs 1",
+                         pkg, dir),
+                 0, "%s", tp_err(dir));
     // pid 2^22 + 1 exceeds Linux's pid_max limit: never a live process
     const char *stale[] = {"checkpoint-7.safetensors.tmp.4194305",
                            "weights.safetensors.tmp.4194305",
@@ -191,10 +209,12 @@ Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
     }
     snprintf(p, sizeof(p), "%s/run/%s", dir, other);
     cr_assert_eq(tp_write(p, "x", 1), 0);
-    cr_assert_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --epochs 2 --resume "
-                              "%s/run/checkpoint-2.safetensors",
-                         pkg, dir, dir), 0, "%s", tp_err(dir));
+    cr_assert_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --epochs 2 --resume "
+                         "%s/run/checkpoint-2.safetensors",
+                         pkg, dir, dir),
+                 0, "%s", tp_err(dir));
     for (int i = 0; i < 3; i++) {
         snprintf(p, sizeof(p), "%s/run/%s", dir, stale[i]);
         cr_expect(!tp_exists(p), "%s left", stale[i]);
@@ -206,18 +226,22 @@ Test(train_guards, stale_temporaries_are_removed, .timeout = 60)
     cr_assert_eq(mkdir(p, 0755), 0);
     snprintf(p, sizeof(p), "%s/run2/%s", dir, stale[0]);
     cr_assert_eq(tp_write(p, "x", 1), 0);
-    cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run2",
-                         pkg, dir), 0, "%s", tp_err(dir));
+    cr_expect_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run2",
+                         pkg, dir),
+                 0, "%s", tp_err(dir));
     cr_expect(!tp_exists(p));
     // a live writer's temporary is not stale: the dir is not empty
     snprintf(p, sizeof(p), "%s/run3", dir);
     cr_assert_eq(mkdir(p, 0755), 0);
     snprintf(p, sizeof(p), "%s/run3/%s", dir, live);
     cr_assert_eq(tp_write(p, "x", 1), 0);
-    cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run3",
-                         pkg, dir), 2);
+    cr_expect_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run3",
+                         pkg, dir),
+                 2);
     cr_expect(tp_exists(p));
     tp_rmdir(dir);
 }
@@ -236,8 +260,9 @@ Test(train_guards, unusable_run_dir_exits_2_before_training, .timeout = 60)
     cr_assert_eq(tp_write(p, "x", 1), 0);
     const char *runs[] = {"dangling", "file", "file/run"};
     for (int i = 0; i < 3; i++) {
-        int rc = tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/%s --json-out %s/r.json",
+        int rc = tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/%s --json-out %s/r.json",
                          pkg, dir, runs[i], dir);
         cr_expect_eq(rc, 2, "%s: exit %d: %s", runs[i], rc, tp_err(dir));
         cr_expect(strstr(tp_err(dir), "--run-dir"), "%s", tp_err(dir));
@@ -261,7 +286,8 @@ Test(train_guards, read_only_run_dir_exits_2_before_training, .timeout = 60)
                  CLEF_BIN_DIR);
         if (system(cmd) != 0) // e.g. a chroot whose / is mode 0700
             cr_skip_test("user 65534 cannot run %s/clef here: the read-only "
-                         "case cannot be checked", CLEF_BIN_DIR);
+                         "case cannot be checked",
+                         CLEF_BIN_DIR);
     }
     char *dir = tp_tmpdir();
     char *pkg = tp_fixture_in(dir);
@@ -270,7 +296,8 @@ Test(train_guards, read_only_run_dir_exits_2_before_training, .timeout = 60)
     cr_assert_eq(mkdir(p, 0555), 0);
     cr_assert_eq(chmod(p, 0555), 0);
     cr_assert_eq(chmod(dir, 0755), 0);
-    snprintf(cmd, sizeof(cmd), "%s%s/clef train --quiet --package "
+    snprintf(cmd, sizeof(cmd),
+             "%s%s/clef train --quiet --package "
              "%s/package.json --run-dir %s/ro/run >/dev/null 2>%s/ro.err",
              as, CLEF_BIN_DIR, pkg, dir, dir);
     int st = system(cmd);
@@ -295,8 +322,9 @@ Test(train_guards, outputs_that_are_inputs_exit_2, .timeout = 60)
     for (int i = 0; i < 3; i++) {
         if (!tp_exists(tp_path(pkg, outs[i])))
             continue;
-        int rc = tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --json-out %s/%s",
+        int rc = tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --json-out %s/%s",
                          pkg, dir, pkg, outs[i]);
         cr_expect_eq(rc, 2, "--json-out %s: exit %d", outs[i], rc);
         cr_expect(strstr(tp_err(dir), "--json-out"), "%s", tp_err(dir));
@@ -306,13 +334,17 @@ Test(train_guards, outputs_that_are_inputs_exit_2, .timeout = 60)
     char p[1200];
     snprintf(p, sizeof(p), "%s/link.json", dir);
     cr_assert_eq(symlink(tp_path(pkg, "package.json"), p), 0);
-    cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --json-out %s",
-                         pkg, dir, p), 2);
-    cr_expect_eq(tp_clef(dir, "train --quiet --package %s/package.json "
-                              "--run-dir %s/run --init %s/init.safetensors "
-                              "--json-out %s/init.safetensors",
-                         pkg, dir, pkg, pkg), 2);
+    cr_expect_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --json-out %s",
+                         pkg, dir, p),
+                 2);
+    cr_expect_eq(tp_clef(dir,
+                         "train --quiet --package %s/package.json "
+                         "--run-dir %s/run --init %s/init.safetensors "
+                         "--json-out %s/init.safetensors",
+                         pkg, dir, pkg, pkg),
+                 2);
     size_t n1 = 0;
     char *after = tp_slurp(tp_path(pkg, "package.json"), &n1);
     cr_assert_not_null(after);

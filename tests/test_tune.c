@@ -48,14 +48,18 @@ static clef_auto_facts facts_here(void)
 // ---- shape classes ----
 Test(tune, shape_classes_split_at_their_thresholds)
 {
-    cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 2097151), CLEF_CLASS_SMALL);
-    cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 2097152), CLEF_CLASS_MEDIUM);
+    cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 2097151),
+                 CLEF_CLASS_SMALL);
+    cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 2097152),
+                 CLEF_CLASS_MEDIUM);
     cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 1073741823.0),
                  CLEF_CLASS_MEDIUM);
     cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 1073741824.0),
                  CLEF_CLASS_LARGE);
-    cr_expect_eq(clef_shape_class_of(CLEF_OP_bias_add, 16383), CLEF_CLASS_SMALL);
-    cr_expect_eq(clef_shape_class_of(CLEF_OP_bias_add, 16384), CLEF_CLASS_MEDIUM);
+    cr_expect_eq(clef_shape_class_of(CLEF_OP_bias_add, 16383),
+                 CLEF_CLASS_SMALL);
+    cr_expect_eq(clef_shape_class_of(CLEF_OP_bias_add, 16384),
+                 CLEF_CLASS_MEDIUM);
     cr_expect_eq(clef_shape_class_of(CLEF_OP_adamw, 1048576), CLEF_CLASS_LARGE);
     // the mid and released GEMMs of the issue
     cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 2.0 * 256 * 512 * 1024),
@@ -63,8 +67,9 @@ Test(tune, shape_classes_split_at_their_thresholds)
     cr_expect_eq(clef_shape_class_of(CLEF_OP_gemm_nt, 2.0 * 512 * 1024 * 5120),
                  CLEF_CLASS_LARGE);
     for (int c = 0; c < CLEF_CLASS_COUNT; c++)
-        cr_expect_eq(clef_shape_class_parse(
-                         clef_shape_class_name((clef_shape_class)c)), c);
+        cr_expect_eq(
+            clef_shape_class_parse(clef_shape_class_name((clef_shape_class)c)),
+            c);
     cr_expect_eq(clef_shape_class_parse("huge"), -1);
 }
 
@@ -77,8 +82,10 @@ static clef_tuning sample_tuning(void)
     clef_tune_cpu_hash(t.cpu_hash);
     snprintf(t.blis_arch, sizeof t.blis_arch, "zen3");
     t.threads = 2;
-    t.e[CLEF_OP_gemm_nt][CLEF_CLASS_SMALL] = (clef_tune_entry){1, "scalar", 1.5e-6};
-    t.e[CLEF_OP_gemm_nt][CLEF_CLASS_LARGE] = (clef_tune_entry){1, "onednn", 0.03125};
+    t.e[CLEF_OP_gemm_nt][CLEF_CLASS_SMALL] =
+        (clef_tune_entry){1, "scalar", 1.5e-6};
+    t.e[CLEF_OP_gemm_nt][CLEF_CLASS_LARGE] =
+        (clef_tune_entry){1, "onednn", 0.03125};
     t.e[CLEF_OP_adamw][CLEF_CLASS_MEDIUM] = (clef_tune_entry){1, "avx2", 0.25};
     return t;
 }
@@ -127,7 +134,8 @@ Test(tune, default_path_is_in_the_user_cache_dir_per_cpu)
     unsetenv("XDG_CACHE_HOME");
     setenv("HOME", "/tmp/home-test", 1);
     cr_assert_eq(clef_tune_default_path(path, sizeof path), 0);
-    snprintf(want, sizeof want, "/tmp/home-test/.cache/clef/tune-%s.json", hash);
+    snprintf(want, sizeof want, "/tmp/home-test/.cache/clef/tune-%s.json",
+             hash);
     cr_expect_str_eq(path, want);
 }
 
@@ -156,16 +164,18 @@ Test(tune, tuning_file_rejections_name_file_field_and_rule)
     expect_rejected(dir, "[1, 2]", "top level");
     expect_rejected(dir, "{\"format\": \"clef-tune/9\"}", "format");
     expect_rejected(dir, "{\"format\": \"clef-tune/1\", ", "not valid JSON");
-    expect_rejected(dir,
-                    "{\"format\": \"clef-tune/1\", \"cpu\": \"x\", "
-                    "\"cpu_hash\": \"XYZ\", \"blis_arch\": \"g\", \"threads\": 1, "
-                    "\"choices\": {}}",
-                    "cpu_hash");
-    expect_rejected(dir,
-                    "{\"format\": \"clef-tune/1\", \"cpu\": \"x\", \"cpu_hash\": "
-                    "\"0123456789abcdef\", \"blis_arch\": \"g\", \"threads\": 0, "
-                    "\"choices\": {}}",
-                    "threads");
+    expect_rejected(
+        dir,
+        "{\"format\": \"clef-tune/1\", \"cpu\": \"x\", "
+        "\"cpu_hash\": \"XYZ\", \"blis_arch\": \"g\", \"threads\": 1, "
+        "\"choices\": {}}",
+        "cpu_hash");
+    expect_rejected(
+        dir,
+        "{\"format\": \"clef-tune/1\", \"cpu\": \"x\", \"cpu_hash\": "
+        "\"0123456789abcdef\", \"blis_arch\": \"g\", \"threads\": 0, "
+        "\"choices\": {}}",
+        "threads");
     expect_rejected(dir, HEAD "\"choices\": {\"gemm_xx\": {}}}",
                     "choices.gemm_xx");
     expect_rejected(dir, HEAD "\"choices\": {\"gemm_nt\": {\"huge\": {}}}}",
@@ -246,14 +256,15 @@ Test(tune, builtin_order_without_a_tuning_file)
               "%s", g_ch[CLEF_OP_gemm_nt][CLEF_CLASS_SMALL].why);
     cr_expect_str_eq(g_ch[CLEF_OP_gemm_nt][CLEF_CLASS_LARGE].backend->name,
                      "onednn");
-    cr_expect_str_eq(g_ch[CLEF_OP_layernorm_bwd][CLEF_CLASS_LARGE].backend->name,
-                     "onednn");
+    cr_expect_str_eq(
+        g_ch[CLEF_OP_layernorm_bwd][CLEF_CLASS_LARGE].backend->name, "onednn");
     cr_expect(strstr(k.names[CLEF_OP_gemm_nt], "large onednn") != NULL, "%s",
               k.names[CLEF_OP_gemm_nt]);
     cr_expect_str_eq(g_ch[CLEF_OP_bias_add][CLEF_CLASS_SMALL].backend->name,
                      avx2_or_scalar);
-    cr_expect(strstr(g_ch[CLEF_OP_gemm_nt][0].why, "avx512 (above CLEF_MAX_ISA)"),
-              "%s", g_ch[CLEF_OP_gemm_nt][0].why);
+    cr_expect(
+        strstr(g_ch[CLEF_OP_gemm_nt][0].why, "avx512 (above CLEF_MAX_ISA)"),
+        "%s", g_ch[CLEF_OP_gemm_nt][0].why);
 }
 
 // A library's bf16 GEMMs run the CPU's best bf16 unit (oneDNN: AMX where
@@ -269,10 +280,10 @@ Test(tune, library_bf16_gemms_only_uncapped)
     cr_expect_eq(clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt, CLEF_CLASS_LARGE,
                                         "onednn"),
                  1);
-    cr_expect_gt(clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt,
-                                        CLEF_CLASS_MEDIUM, "onednn"),
-                 clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt,
-                                        CLEF_CLASS_MEDIUM, "avx512_bf16"));
+    cr_expect_gt(clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt, CLEF_CLASS_MEDIUM,
+                                        "onednn"),
+                 clef_auto_builtin_rank(CLEF_OP_gemm_bf16_nt, CLEF_CLASS_MEDIUM,
+                                        "avx512_bf16"));
     f.max_isa = CLEF_ISA_AVX512_BF16; // an AMX CPU capped below AMX
     const char *why = clef_auto_why_not(dnn, CLEF_OP_gemm_bf16_tn, 1, &f);
     cr_assert_not_null(why);
@@ -312,8 +323,8 @@ Test(tune, generic_blis_is_routed_around_in_the_builtin_order)
     f.max_isa = CLEF_ISA_SCALAR;
     cr_expect_not_null(
         clef_auto_why_not(clef_backend_find("avx2"), CLEF_OP_bias_add, 0, &f));
-    cr_expect_null(
-        clef_auto_why_not(clef_backend_find("scalar"), CLEF_OP_bias_add, 0, &f));
+    cr_expect_null(clef_auto_why_not(clef_backend_find("scalar"),
+                                     CLEF_OP_bias_add, 0, &f));
     // above the CPU's own level it is the CPU, not the cap, that says no
     f.max_isa = f.native_isa = CLEF_ISA_AVX2;
     const clef_backend *a5 = clef_backend_find("avx512");
@@ -346,22 +357,26 @@ Test(tune, tuning_file_choices_per_class_with_trampolines)
     cr_expect(strstr(g[CLEF_CLASS_SMALL].why, "tune.json") != NULL, "%s",
               g[CLEF_CLASS_SMALL].why);
     // an op the file does not mention: built-in order
-    cr_expect_eq(g_ch[CLEF_OP_colsum][CLEF_CLASS_SMALL].source, CLEF_SRC_BUILTIN);
+    cr_expect_eq(g_ch[CLEF_OP_colsum][CLEF_CLASS_SMALL].source,
+                 CLEF_SRC_BUILTIN);
     // adamw: one class measured, every class follows it
     for (int c = 0; c < CLEF_CLASS_COUNT; c++)
         cr_expect_str_eq(g_ch[CLEF_OP_adamw][c].backend->name,
                          clef_need_avx2() ? "scalar" : "avx2");
 
     // gemm_nt mixes backends: a trampoline that picks per call
-    cr_expect(strstr(k.names[CLEF_OP_gemm_nt], "auto(") == k.names[CLEF_OP_gemm_nt],
+    cr_expect(strstr(k.names[CLEF_OP_gemm_nt], "auto(") ==
+                  k.names[CLEF_OP_gemm_nt],
               "%s", k.names[CLEF_OP_gemm_nt]);
     cr_expect(k.gemm_nt != clef_f32_gemm_nt__scalar &&
               k.gemm_nt != clef_f32_gemm_nt__onednn);
     // small call: scalar, no oneDNN primitive; large call: a new primitive
     clef_onednn_cache_stats s0, s1, s2;
     enum { M = 512, N = 1024, K = 1024 }; // 2MNK = 2^30: large
-    float *A = clef_test_falloc((size_t)M * K), *B = clef_test_falloc((size_t)N * K);
-    float *C = clef_test_falloc((size_t)M * N), *R = clef_test_falloc((size_t)M * N);
+    float *A = clef_test_falloc((size_t)M * K),
+          *B = clef_test_falloc((size_t)N * K);
+    float *C = clef_test_falloc((size_t)M * N),
+          *R = clef_test_falloc((size_t)M * N);
     for (size_t i = 0; i < (size_t)M * K; i++)
         A[i] = (float)((int)(i % 5) - 2);
     for (size_t i = 0; i < (size_t)N * K; i++)
@@ -369,7 +384,8 @@ Test(tune, tuning_file_choices_per_class_with_trampolines)
     clef_onednn_cache_get_stats(&s0);
     k.gemm_nt(4, 4, 4, A, K, B, K, C, N, 0);
     clef_onednn_cache_get_stats(&s1);
-    cr_expect_eq(s1.misses + s1.hits, s0.misses + s0.hits, "small went to oneDNN");
+    cr_expect_eq(s1.misses + s1.hits, s0.misses + s0.hits,
+                 "small went to oneDNN");
     k.gemm_nt(M, N, K, A, K, B, K, C, N, 0);
     clef_onednn_cache_get_stats(&s2);
     cr_expect_eq(s2.misses + s2.hits, s1.misses + s1.hits + 1,
@@ -386,11 +402,12 @@ Test(tune, unusable_tuned_backend_and_foreign_cpu_fall_back_to_builtin)
     tmpdir(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/tune.json", dir);
     clef_tuning t = sample_tuning();
-    t.e[CLEF_OP_bias_add][CLEF_CLASS_SMALL] = (clef_tune_entry){1, "avx512", 1e-7};
+    t.e[CLEF_OP_bias_add][CLEF_CLASS_SMALL] =
+        (clef_tune_entry){1, "avx512", 1e-7};
     cr_assert_eq(clef_tune_save(path, &t, err, sizeof err), 0, "%s", err);
     clef_auto_facts f = facts_here();
     f.max_isa = CLEF_ISA_SCALAR; // as with CLEF_MAX_ISA=scalar
-    f.native_isa = CLEF_ISA_MAX;    // on a CPU that could run the rest
+    f.native_isa = CLEF_ISA_MAX; // on a CPU that could run the rest
     clef_kernels k;
     cr_assert_eq(clef_auto_build(&k, path, &f, g_ch), 0);
     clef_auto_choice *c = &g_ch[CLEF_OP_bias_add][CLEF_CLASS_SMALL];
@@ -410,7 +427,8 @@ Test(tune, unusable_tuned_backend_and_foreign_cpu_fall_back_to_builtin)
     write_text(path, "{ not json");
     f = facts_here();
     cr_assert_eq(clef_auto_build(&k, path, &f, g_ch), 0);
-    cr_expect_eq(g_ch[CLEF_OP_gemm_nt][CLEF_CLASS_SMALL].source, CLEF_SRC_BUILTIN);
+    cr_expect_eq(g_ch[CLEF_OP_gemm_nt][CLEF_CLASS_SMALL].source,
+                 CLEF_SRC_BUILTIN);
     rmtree(dir);
 }
 

@@ -118,15 +118,15 @@ static void raw_write(const raw_file *rf, const char *path)
     char *h = malloc(cap);
     size_t k = (size_t)snprintf(h, cap, "{");
     if (rf->meta[0])
-        k += (size_t)snprintf(h + k, cap - k, "\"__metadata__\":{%s}",
-                              rf->meta);
+        k +=
+            (size_t)snprintf(h + k, cap - k, "\"__metadata__\":{%s}", rf->meta);
     size_t off = 0;
     for (int i = 0; i < rf->n; i++) {
         const raw_tensor *t = &rf->t[i];
-        k += (size_t)snprintf(h + k, cap - k, "%s\"%s\":{\"dtype\":\"%s\","
+        k += (size_t)snprintf(h + k, cap - k,
+                              "%s\"%s\":{\"dtype\":\"%s\","
                               "\"shape\":[",
-                              (i || rf->meta[0]) ? "," : "", t->name,
-                              t->dtype);
+                              (i || rf->meta[0]) ? "," : "", t->name, t->dtype);
         for (int d = 0; d < t->ndim; d++)
             k += (size_t)snprintf(h + k, cap - k, "%s%ld", d ? "," : "",
                                   t->shape[d]);
@@ -156,8 +156,8 @@ static void raw_free(raw_file *rf)
 
 // ---- heads ----
 
-static const clef_config SMALL = {.d = 6, .w = 4, .h = 2, .f = 5, .R = 1,
-                                  .L = 2};
+static const clef_config SMALL = {
+    .d = 6, .w = 4, .h = 2, .f = 5, .R = 1, .L = 2};
 
 static void head_random(clef_head *hd, const clef_config *c, uint64_t seed)
 {
@@ -201,8 +201,8 @@ Test(weights, golden_loads_with_its_config)
     clef_err err = {0};
     cr_assert_eq(clef_weights_load(GOLDEN, 16, &hd, &err), 0, "%s", err.msg);
     clef_config want = {.d = 8, .w = 8, .h = 2, .f = 16, .R = 2, .L = 4};
-    cr_assert(config_eq(&hd.cfg, &want), "config %d %d %d %d %d %d",
-              hd.cfg.d, hd.cfg.w, hd.cfg.h, hd.cfg.f, hd.cfg.R, hd.cfg.L);
+    cr_assert(config_eq(&hd.cfg, &want), "config %d %d %d %d %d %d", hd.cfg.d,
+              hd.cfg.w, hd.cfg.h, hd.cfg.f, hd.cfg.R, hd.cfg.L);
     cr_assert_eq(hd.ntensors, 122);
     cr_assert_eq(hd.nparams, 5596);
     // every value equals the stored float, tensor by tensor
@@ -235,10 +235,9 @@ Test(weights, golden_config_inferred_without_metadata)
     raw_write(rf, p);
     for (int heads = 1; heads <= 8; heads *= 2) {
         clef_head hd;
-        cr_assert_eq(clef_weights_load(p, heads, &hd, &err), 0, "%s",
-                     err.msg);
-        clef_config want = {.d = 8, .w = 8, .h = heads, .f = 16, .R = 2,
-                            .L = 4};
+        cr_assert_eq(clef_weights_load(p, heads, &hd, &err), 0, "%s", err.msg);
+        clef_config want = {
+            .d = 8, .w = 8, .h = heads, .f = 16, .R = 2, .L = 4};
         cr_assert(config_eq(&hd.cfg, &want), "inferred %d %d %d %d %d %d",
                   hd.cfg.d, hd.cfg.w, hd.cfg.h, hd.cfg.f, hd.cfg.R, hd.cfg.L);
         cr_assert_eq(hd.nparams, 5596);
@@ -395,7 +394,10 @@ static void bad_weights(edit_fn edit, int with_meta, const char *frag1,
     tp_rmdir(dir);
 }
 
-static void edit_drop_gate(raw_file *rf) { raw_remove(rf, "residual_gate"); }
+static void edit_drop_gate(raw_file *rf)
+{
+    raw_remove(rf, "residual_gate");
+}
 
 static void edit_drop_layer_norm(raw_file *rf)
 {
@@ -573,8 +575,7 @@ Test(weights, checkpoint_round_trip)
     char *p = path_in(dir, "checkpoint-17.safetensors");
     clef_err err = {0};
     clef_st_meta extra[2] = {{"epoch", "3"}, {"train", "{\"lr\": 0.001}"}};
-    cr_assert_eq(clef_checkpoint_save(p, &a, extra, 2, &err), 0, "%s",
-                 err.msg);
+    cr_assert_eq(clef_checkpoint_save(p, &a, extra, 2, &err), 0, "%s", err.msg);
     cr_assert_eq(dir_count(dir), 1, "temporary file left behind");
 
     // into a zeroed head: allocated from the checkpoint
@@ -629,7 +630,8 @@ Test(weights, checkpoint_matches_exactly)
     cr_assert_eq(clef_checkpoint_save(p, &a, NULL, 0, &err), 0, "%s", err.msg);
     cr_assert_eq(clef_weights_save(w, &a, NULL, 0, &err), 0, "%s", err.msg);
     cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 1);
-    cr_assert_eq(clef_checkpoint_matches(w, &a, &err), 0, "weights file matched");
+    cr_assert_eq(clef_checkpoint_matches(w, &a, &err), 0,
+                 "weights file matched");
     float *sets[3] = {a.params, a.m, a.v};
     size_t last = a.nparams - 1;
     for (int s = 0; s < 3; s++) {
@@ -643,7 +645,8 @@ Test(weights, checkpoint_matches_exactly)
         memcpy(&sets[s][last], &bits, 4);
     }
     a.step = 18;
-    cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 0, "another step matched");
+    cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 0,
+                 "another step matched");
     a.step = 17;
     cr_assert_eq(clef_checkpoint_matches(p, &a, &err), 1);
     clef_head_free(&a);
@@ -679,8 +682,7 @@ Test(weights, checkpoint_rejections)
                       "unexpected tensor");
 
     // a checkpoint whose configuration differs from the head's
-    cr_assert_eq(clef_checkpoint_save(p, &a, NULL, 0, &err), 0, "%s",
-                 err.msg);
+    cr_assert_eq(clef_checkpoint_save(p, &a, NULL, 0, &err), 0, "%s", err.msg);
     clef_config other = SMALL;
     other.h = 4;
     cr_assert_eq(clef_head_alloc(&b, &other, &err), 0, "%s", err.msg);
@@ -706,8 +708,7 @@ Test(weights, checkpoint_rejections)
     cr_assert_eq(clef_checkpoint_load(p, &b, &err), CLEF_ERR_INPUT);
     cr_assert_not_null(strstr(err.msg, "tensor adamw.v/hidden_norm.weight"),
                        "%s", err.msg);
-    cr_assert_not_null(strstr(err.msg, "element 2 is negative"), "%s",
-                       err.msg);
+    cr_assert_not_null(strstr(err.msg, "element 2 is negative"), "%s", err.msg);
     cr_assert_null(b.params);
 
     raw_remove(rf, "adamw.m/type_embedding.weight");

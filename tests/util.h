@@ -47,8 +47,8 @@ void clef_test_fcopy(float *y, const float *x, size_t n);
 // stderr and return false. NaN never passes; equal infinities pass.
 //
 // |got[i] − want[i]| ≤ atol + rtol · |want[i]|
-bool clef_test_close(const float *got, const float *want, size_t n,
-                     double atol, double rtol);
+bool clef_test_close(const float *got, const float *want, size_t n, double atol,
+                     double rtol);
 bool clef_test_close_d(const float *got, const double *want, size_t n,
                        double atol, double rtol);
 // The first index where a and b (n floats) differ in their bits, or -1.
@@ -57,8 +57,8 @@ long clef_test_first_diff(const float *a, const float *b, size_t n);
 // the bottom; 2¹⁰⁴ past FLT_MAX).
 double clef_test_ulp_err(float got, double want);
 // |got[i] − want[i]| ≤ bound[i] (a per-element error bound).
-bool clef_test_within(const float *got, const double *want,
-                      const double *bound, size_t n);
+bool clef_test_within(const float *got, const double *want, const double *bound,
+                      size_t n);
 // after[i] ≈ before[i] + delta[i] within 2 FLT_EPSILON of the magnitudes: the
 // check that a backward kernel accumulated (+=) instead of overwriting.
 bool clef_test_accumulated(const float *before, const float *delta,
@@ -91,9 +91,9 @@ bool clef_test_grad_close_scaled(const char *what, const float *got,
 // ---- double references (util_ref.c) ----------------------------------------
 // C (M,N) = op(A) op(B) in double; ta/tb: A stored (K,M) / B stored (N,K)
 // as in gemm_tn / gemm_nt. bound (M,N), if not NULL, gets Σ_k |a b|.
-void clef_test_ref_gemm(int M, int N, int K, const double *A, int lda,
-                        int ta, const double *B, int ldb, int tb, double *C,
-                        int ldc, double *bound);
+void clef_test_ref_gemm(int M, int N, int K, const double *A, int lda, int ta,
+                        const double *B, int ldb, int tb, double *C, int ldc,
+                        double *bound);
 // y (n) = softmax(x) (max-subtracted; all −INF gives zeros).
 void clef_test_ref_softmax(int n, const double *x, double *y);
 // y (n) = gamma ⊙ (x − μ)/√(σ² + eps) + beta (biased σ²).

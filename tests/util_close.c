@@ -45,8 +45,8 @@ static bool scan(const char *fn, const float *got, const double *wd,
     return false;
 }
 
-bool clef_test_close(const float *got, const float *want, size_t n,
-                     double atol, double rtol)
+bool clef_test_close(const float *got, const float *want, size_t n, double atol,
+                     double rtol)
 {
     return scan("clef_test_close", got, NULL, want, NULL, n, atol, rtol);
 }
@@ -57,8 +57,8 @@ bool clef_test_close_d(const float *got, const double *want, size_t n,
     return scan("clef_test_close_d", got, want, NULL, NULL, n, atol, rtol);
 }
 
-bool clef_test_within(const float *got, const double *want,
-                      const double *bound, size_t n)
+bool clef_test_within(const float *got, const double *want, const double *bound,
+                      size_t n)
 {
     return scan("clef_test_within", got, want, NULL, bound, n, 0, 0);
 }

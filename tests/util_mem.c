@@ -16,9 +16,18 @@ static void *zalloc(size_t n, size_t size)
     return p;
 }
 
-float *clef_test_falloc(size_t n) { return zalloc(n, sizeof(float)); }
-double *clef_test_dalloc(size_t n) { return zalloc(n, sizeof(double)); }
-int *clef_test_ialloc(size_t n) { return zalloc(n, sizeof(int)); }
+float *clef_test_falloc(size_t n)
+{
+    return zalloc(n, sizeof(float));
+}
+double *clef_test_dalloc(size_t n)
+{
+    return zalloc(n, sizeof(double));
+}
+int *clef_test_ialloc(size_t n)
+{
+    return zalloc(n, sizeof(int));
+}
 
 void clef_test_to_double(const float *x, double *y, size_t n)
 {

@@ -117,8 +117,8 @@ int tp_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-static int write_with_header(const char *path, json_t *hdr,
-                             const uint8_t *data, size_t ndata)
+static int write_with_header(const char *path, json_t *hdr, const uint8_t *data,
+                             size_t ndata)
 {
     char *h = json_dumps(hdr, JSON_COMPACT);
     if (!h)
@@ -145,11 +145,11 @@ int tp_st_write(const char *path, const tp_tensor *t, int n)
         json_t *shape = json_array();
         for (int j = 0; j < t[i].ndim; j++)
             json_array_append_new(shape, json_integer(t[i].shape[j]));
-        json_object_set_new(
-            hdr, t[i].name,
-            json_pack("{s:s, s:o, s:[I, I]}", "dtype", t[i].dtype, "shape",
-                      shape, "data_offsets", (json_int_t)off,
-                      (json_int_t)(off + t[i].nbytes)));
+        json_object_set_new(hdr, t[i].name,
+                            json_pack("{s:s, s:o, s:[I, I]}", "dtype",
+                                      t[i].dtype, "shape", shape,
+                                      "data_offsets", (json_int_t)off,
+                                      (json_int_t)(off + t[i].nbytes)));
         off += t[i].nbytes;
     }
     uint8_t *data = malloc(off ? off : 1);
@@ -182,9 +182,8 @@ int tp_st_locate(const uint8_t *bytes, size_t n, const char *name,
 {
     size_t ds;
     json_t *h = read_header(bytes, n, &ds);
-    json_t *off = h ? json_object_get(json_object_get(h, name),
-                                      "data_offsets")
-                    : NULL;
+    json_t *off =
+        h ? json_object_get(json_object_get(h, name), "data_offsets") : NULL;
     int rc = -1;
     if (off) {
         *begin = ds + (size_t)json_integer_value(json_array_get(off, 0));
@@ -237,7 +236,8 @@ int tp_manifest_save(const char *dir, json_t *m)
         rehash(dir, json_object_get(m, "initial_weights"));
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(m, "shards"), i, e) rehash(dir, e);
+    json_array_foreach (json_object_get(m, "shards"), i, e)
+        rehash(dir, e);
     char path[4096];
     snprintf(path, sizeof(path), "%s/package.json", dir);
     return json_dump_file(m, path, JSON_INDENT(1));
@@ -389,16 +389,16 @@ int tp_write_mixed_package(const char *dir)
             for (int j = 0; j < 4; j++) {
                 snprintf(names[nt], sizeof(names[nt]), "%s/%s", r->id,
                          suffix[j]);
-                t[nt] = (tp_tensor){names[nt], j ? "I32" : r->dtype,
-                                    j == 1 ? 1 : 2, {0}, data[j], nbytes[j]};
+                t[nt] = (tp_tensor){names[nt],      j ? "I32" : r->dtype,
+                                    j == 1 ? 1 : 2, {0},
+                                    data[j],        nbytes[j]};
                 t[nt].shape[0] = j == 0 ? T : j == 1 ? T : j == 2 ? r->Q : O;
                 t[nt].shape[1] = j == 0 ? d : 2;
                 bufs[nt] = data[j];
                 nt++;
             }
         }
-        snprintf(path, sizeof(path), "%s/records-%03d.safetensors", dir,
-                 shard);
+        snprintf(path, sizeof(path), "%s/records-%03d.safetensors", dir, shard);
         int rc = tp_st_write(path, t, nt);
         for (int i = 0; i < nt; i++)
             free(bufs[i]);
@@ -407,9 +407,9 @@ int tp_write_mixed_package(const char *dir)
     }
     for (int k = 0; k < 6; k++)
         json_array_append_new(
-            records, json_pack("{s:s, s:s, s:i, s:o}", "id", MIX[k].id,
-                               "split", MIX[k].split, "shard", MIX[k].shard,
-                               "questions", mix_questions(&MIX[k], k)));
+            records, json_pack("{s:s, s:s, s:i, s:o}", "id", MIX[k].id, "split",
+                               MIX[k].split, "shard", MIX[k].shard, "questions",
+                               mix_questions(&MIX[k], k)));
     json_t *m = json_pack(
         "{s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:{s:s}, s:{s:s, s:s},"
         " s:[{s:s, s:s}, {s:s, s:s}], s:o}",
@@ -472,15 +472,15 @@ int tp_copy_dir(const char *src, const char *dst)
         json_decref(m);                                                        \
         return rc;                                                             \
     }
-#define Q(r, q) json_array_get(json_object_get(json_array_get(recs, r),       \
-                                               "questions"), q)
+#define Q(r, q)                                                                \
+    json_array_get(json_object_get(json_array_get(recs, r), "questions"), q)
 
 MANIFEST_EDIT(mk_dotdot, json_object_set_new(
-    json_array_get(json_object_get(m, "shards"), 0), "file",
-    json_string("../records-000.safetensors")))
-MANIFEST_EDIT(mk_absolute, json_object_set_new(json_object_get(m, "lexical"),
-                                               "file",
-                                               json_string("/etc/hostname")))
+                             json_array_get(json_object_get(m, "shards"), 0),
+                             "file", json_string("../records-000.safetensors")))
+MANIFEST_EDIT(mk_absolute,
+              json_object_set_new(json_object_get(m, "lexical"), "file",
+                                  json_string("/etc/hostname")))
 MANIFEST_EDIT(mk_label_range,
               json_object_set_new(Q(1, 0), "label", json_integer(2)))
 MANIFEST_EDIT(mk_target_sum, json_object_del(Q(0, 0), "label");
@@ -497,27 +497,27 @@ MANIFEST_EDIT(mk_dup_id, json_object_set_new(json_array_get(recs, 2), "id",
                                              json_string("record-0")))
 MANIFEST_EDIT(mk_bad_id, json_object_set_new(json_array_get(recs, 1), "id",
                                              json_string("record 1")))
-MANIFEST_EDIT(mk_qtype, json_object_set_new(Q(0, 0), "type",
-                                            json_string("multiple")))
-MANIFEST_EDIT(mk_noul, json_object_set_new(Q(2, 1), "type",
-                                           json_string("noul")))
-MANIFEST_EDIT(mk_format, json_object_set_new(m, "format",
-                                             json_string("clef-package/2")))
+MANIFEST_EDIT(mk_qtype,
+              json_object_set_new(Q(0, 0), "type", json_string("multiple")))
+MANIFEST_EDIT(mk_noul,
+              json_object_set_new(Q(2, 1), "type", json_string("noul")))
+MANIFEST_EDIT(mk_format,
+              json_object_set_new(m, "format", json_string("clef-package/2")))
 MANIFEST_EDIT(mk_split, json_object_set_new(json_array_get(recs, 1), "split",
                                             json_string("dev")))
 MANIFEST_EDIT(mk_shard_index, json_object_set_new(json_array_get(recs, 0),
                                                   "shard", json_integer(3)))
 MANIFEST_EDIT(mk_no_label, json_object_del(Q(1, 1), "label"))
-MANIFEST_EDIT(mk_empty_options, json_object_set_new(Q(0, 1), "options",
-                                                    json_array()))
+MANIFEST_EDIT(mk_empty_options,
+              json_object_set_new(Q(0, 1), "options", json_array()))
 MANIFEST_EDIT(mk_dup_option,
               json_object_set_new(Q(0, 0), "options",
                                   json_pack("[s, s]", "read", "read")))
 MANIFEST_EDIT(mk_extra_option,
               json_object_set_new(Q(0, 1), "options",
                                   json_pack("[s, s]", "normal", "fast")))
-MANIFEST_EDIT(mk_heads, json_object_set_new(json_object_get(m, "head"),
-                                            "heads", json_integer(3)))
+MANIFEST_EDIT(mk_heads, json_object_set_new(json_object_get(m, "head"), "heads",
+                                            json_integer(3)))
 MANIFEST_EDIT(mk_init_mismatch,
               json_object_set_new(json_object_get(m, "head"), "feedforward",
                                   json_integer(32)))
@@ -530,9 +530,8 @@ static int dump_manifest(const char *dir, json_t *m)
     json_decref(m);
     return rc;
 }
-MANIFEST_EDIT(mk_dropout_range,
-              json_object_set_new(json_object_get(m, "head"), "dropout",
-                                  json_real(1.0)))
+MANIFEST_EDIT(mk_dropout_range, json_object_set_new(json_object_get(m, "head"),
+                                                    "dropout", json_real(1.0)))
 MANIFEST_EDIT(mk_dropout_type,
               json_object_set_new(json_object_get(m, "head"), "dropout",
                                   json_string("0.1")))
@@ -647,8 +646,8 @@ static void ed_rename(json_t *h)
 static void ed_overlap(json_t *h)
 {
     // input_ids (24 bytes) moved onto the first bytes of hidden
-    json_t *hid = json_object_get(json_object_get(h, "record-0/hidden"),
-                                  "data_offsets");
+    json_t *hid =
+        json_object_get(json_object_get(h, "record-0/hidden"), "data_offsets");
     json_int_t b = json_integer_value(json_array_get(hid, 0));
     json_object_set_new(json_object_get(h, "record-0/input_ids"),
                         "data_offsets", json_pack("[I, I]", b, b + 24));
@@ -680,8 +679,8 @@ static int mk_ids_dtype(const char *dir)
 }
 static int mk_missing_tensor(const char *dir)
 {
-    return header_edit(dir, "records-000.safetensors",
-                       "record-2/option_spans", ed_rename);
+    return header_edit(dir, "records-000.safetensors", "record-2/option_spans",
+                       ed_rename);
 }
 static int mk_overlap(const char *dir)
 {
@@ -729,81 +728,144 @@ static int mk_nothing(const char *dir)
 #define SH "records-000.safetensors"
 #define PJ "package.json"
 const tp_broken tp_broken_cases[] = {
-    {"bad manifest hash", mk_nothing,
+    {"bad manifest hash",
+     mk_nothing,
      "1111111111111111111111111111111111111111111111111111111111111111",
      {PJ, "--package-sha256", "SHA-256"}},
-    {"bad shard hash", mk_shard_hash, NULL, {SH, "shards[0].sha256",
-                                              "SHA-256"}},
-    {"missing shard", mk_missing_shard, NULL, {PJ, "shards[0].file",
-                                                "cannot open"}},
+    {"bad shard hash",
+     mk_shard_hash,
+     NULL,
+     {SH, "shards[0].sha256", "SHA-256"}},
+    {"missing shard",
+     mk_missing_shard,
+     NULL,
+     {PJ, "shards[0].file", "cannot open"}},
     {"path with ..", mk_dotdot, NULL, {PJ, "shards[0].file", "leaves"}},
     {"absolute path", mk_absolute, NULL, {PJ, "lexical.file", "leaves"}},
-    {"malformed sha256", mk_bad_json_hash, NULL, {PJ, "lexical.sha256",
-                                                  "64 hexadecimal"}},
-    {"span out of range", mk_span_range, NULL,
+    {"malformed sha256",
+     mk_bad_json_hash,
+     NULL,
+     {PJ, "lexical.sha256", "64 hexadecimal"}},
+    {"span out of range",
+     mk_span_range,
+     NULL,
      {SH, "record record-0", "field option_spans", "out of range"}},
-    {"span start >= end", mk_span_order, NULL,
+    {"span start >= end",
+     mk_span_order,
+     NULL,
      {SH, "record record-0", "field question_spans", "start >= end"}},
-    {"span start < 0", mk_span_negative, NULL,
+    {"span start < 0",
+     mk_span_negative,
+     NULL,
      {SH, "record record-1", "field question_spans", "out of range"}},
-    {"label out of range", mk_label_range, NULL,
+    {"label out of range",
+     mk_label_range,
+     NULL,
      {PJ, "record record-1", "questions[0].label", "out of range"}},
-    {"target not summing to 1", mk_target_sum, NULL,
+    {"target not summing to 1",
+     mk_target_sum,
+     NULL,
      {PJ, "record record-0", "questions[0].target", "sums to"}},
-    {"target negative", mk_target_negative, NULL,
+    {"target negative",
+     mk_target_negative,
+     NULL,
      {PJ, "record record-0", "questions[0].target", ">= 0"}},
-    {"target length", mk_target_length, NULL,
+    {"target length",
+     mk_target_length,
+     NULL,
      {PJ, "record record-0", "questions[0].target", "for 2 options"}},
-    {"label and target", mk_both, NULL,
+    {"label and target",
+     mk_both,
+     NULL,
      {PJ, "record record-0", "questions[0]", "both label and target"}},
-    {"NaN in hidden", mk_nan, NULL,
+    {"NaN in hidden",
+     mk_nan,
+     NULL,
      {SH, "record record-1", "field hidden", "non-finite"}},
-    {"Inf in hidden", mk_inf, NULL,
+    {"Inf in hidden",
+     mk_inf,
+     NULL,
      {SH, "record record-2", "field hidden", "non-finite"}},
-    {"NaN in lexical", mk_lexical_nan, NULL,
+    {"NaN in lexical",
+     mk_lexical_nan,
+     NULL,
      {"lexical.safetensors", "field lexical", "non-finite"}},
-    {"input id out of range", mk_id_range, NULL,
+    {"input id out of range",
+     mk_id_range,
+     NULL,
      {SH, "record record-0", "field input_ids", "out of range"}},
-    {"duplicate record id", mk_dup_id, NULL,
+    {"duplicate record id",
+     mk_dup_id,
+     NULL,
      {PJ, "record record-0", "field id", "more than once"}},
-    {"bad record id", mk_bad_id, NULL,
+    {"bad record id",
+     mk_bad_id,
+     NULL,
      {PJ, "records[1].id", "[A-Za-z0-9._-]{1,128}"}},
-    {"wrong hidden width", mk_width, NULL,
+    {"wrong hidden width",
+     mk_width,
+     NULL,
      {SH, "record record-0", "field hidden", "head.hidden_size"}},
-    {"input_ids dtype", mk_ids_dtype, NULL,
+    {"input_ids dtype",
+     mk_ids_dtype,
+     NULL,
      {SH, "record record-1", "field input_ids", "must be I32"}},
-    {"missing tensor", mk_missing_tensor, NULL,
+    {"missing tensor",
+     mk_missing_tensor,
+     NULL,
      {SH, "record record-2", "field option_spans", "missing"}},
-    {"option_spans rows != options", mk_extra_option, NULL,
+    {"option_spans rows != options",
+     mk_extra_option,
+     NULL,
      {SH, "record record-0", "field option_spans", "shape"}},
-    {"lexical width", mk_lex_shape, NULL,
+    {"lexical width",
+     mk_lex_shape,
+     NULL,
      {"lexical.safetensors", "field lexical", "[V, 8]"}},
     {"truncated safetensors", mk_truncated, NULL, {SH, "past"}},
     {"overlapping data offsets", mk_overlap, NULL, {SH, "overlap"}},
-    {"header length past the end", mk_header_past_end, NULL,
-     {SH, "header"}},
-    {"unknown question type", mk_qtype, NULL,
+    {"header length past the end", mk_header_past_end, NULL, {SH, "header"}},
+    {"unknown question type",
+     mk_qtype,
+     NULL,
      {PJ, "record record-0", "questions[0].type", "unknown question type"}},
-    {"noul without two options", mk_noul, NULL,
+    {"noul without two options",
+     mk_noul,
+     NULL,
      {PJ, "record record-2", "questions[1].options", "exactly two options"}},
-    {"format string", mk_format, NULL, {PJ, "field format",
-                                         "clef-package/1"}},
-    {"unknown split", mk_split, NULL, {PJ, "record record-1", "field split",
-                                       "train, validation or test"}},
-    {"shard index out of range", mk_shard_index, NULL,
+    {"format string", mk_format, NULL, {PJ, "field format", "clef-package/1"}},
+    {"unknown split",
+     mk_split,
+     NULL,
+     {PJ, "record record-1", "field split", "train, validation or test"}},
+    {"shard index out of range",
+     mk_shard_index,
+     NULL,
      {PJ, "record record-0", "field shard", "out of range"}},
-    {"train question without label", mk_no_label, NULL,
+    {"train question without label",
+     mk_no_label,
+     NULL,
      {PJ, "record record-1", "questions[1]", "neither label nor target"}},
-    {"empty options", mk_empty_options, NULL,
+    {"empty options",
+     mk_empty_options,
+     NULL,
      {PJ, "record record-0", "questions[1].options", "non-empty"}},
-    {"duplicate option id", mk_dup_option, NULL,
+    {"duplicate option id",
+     mk_dup_option,
+     NULL,
      {PJ, "record record-0", "questions[0].options", "appears twice"}},
     {"heads not dividing width", mk_heads, NULL, {PJ, "head"}},
-    {"dropout of 1", mk_dropout_range, NULL,
+    {"dropout of 1",
+     mk_dropout_range,
+     NULL,
      {PJ, "head.dropout", "out of range [0, 1)"}},
-    {"dropout not a number", mk_dropout_type, NULL,
+    {"dropout not a number",
+     mk_dropout_type,
+     NULL,
      {PJ, "head.dropout", "not a number"}},
-    {"initial weights of another head", mk_init_mismatch, NULL,
+    {"initial weights of another head",
+     mk_init_mismatch,
+     NULL,
      {"init.safetensors", "differs"}},
 };
 const int tp_nbroken = sizeof(tp_broken_cases) / sizeof(tp_broken_cases[0]);

@@ -3,9 +3,9 @@
 
 #include "util.h"
 
-void clef_test_ref_gemm(int M, int N, int K, const double *A, int lda,
-                        int ta, const double *B, int ldb, int tb, double *C,
-                        int ldc, double *bound)
+void clef_test_ref_gemm(int M, int N, int K, const double *A, int lda, int ta,
+                        const double *B, int ldb, int tb, double *C, int ldc,
+                        double *bound)
 {
     for (int i = 0; i < M; i++) {
         for (int j = 0; j < N; j++) {
@@ -63,7 +63,10 @@ static long double ref_cdf(long double x)
     return 0.5L * erfcl(-x / sqrtl(2.0L));
 }
 
-double clef_test_ref_gelu(double x) { return (double)(x * ref_cdf(x)); }
+double clef_test_ref_gelu(double x)
+{
+    return (double)(x * ref_cdf(x));
+}
 
 double clef_test_ref_gelu_grad(double x)
 {

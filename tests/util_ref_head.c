@@ -22,7 +22,7 @@
 
 typedef struct ref_params {
     const clef_head *hd;
-    const double *p; // flat, laid out like hd->params
+    const double *p;          // flat, laid out like hd->params
     const clef_dropout *drop; // NULL: no dropout
 } ref_params;
 
@@ -48,8 +48,9 @@ static const double *ten(const ref_params *rp, int s0, int s1, const char *fmt,
         if (s1 && (t->ndim != 2 || t->shape[1] != s1))
             ok = 0;
         if (!ok) {
-            fprintf(stderr, "ref_head: tensor %s has shape [%d,%d] (ndim %d), "
-                            "expected [%d,%d]\n",
+            fprintf(stderr,
+                    "ref_head: tensor %s has shape [%d,%d] (ndim %d), "
+                    "expected [%d,%d]\n",
                     name, t->shape[0], t->shape[1], t->ndim, s0, s1);
             abort();
         }
@@ -95,7 +96,10 @@ static void layernorm(int n, int w, const double *x, const double *gamma,
 }
 
 // Exact GELU: ½x(1 + erf(x/√2)).
-static double gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double gelu(double x)
+{
+    return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
 
 static void gelu_inplace(size_t n, double *x)
 {
@@ -118,8 +122,8 @@ static void softmax(int n, const double *x, double *y)
 // Dropout of rows [row0, row0 + n) of site (site, layer) on x (n, m) in
 // place: x ← x · scale where the mask keeps an element, else 0. A no-op
 // without dropout or with site < 0.
-static void ref_drop(const ref_params *rp, int site, int layer, int row0,
-                     int n, int m, double *x)
+static void ref_drop(const ref_params *rp, int site, int layer, int row0, int n,
+                     int m, double *x)
 {
     const clef_dropout *d = rp->drop;
     if (!d || site < 0 || !(d->p > 0))
@@ -137,9 +141,8 @@ static void ref_drop(const ref_params *rp, int site, int layer, int row0,
 // h heads of dh = w / h columns each, scores scaled by 1/√dh, no mask; with
 // dropout on the weights at site wsite of layer `layer` (< 0: none), head k's
 // row i the mask's row k·nq + i.
-static void mha(const ref_params *rp, const char *prefix, int wsite,
-                int layer, int nq, int nk, const double *Xq, const double *Xkv,
-                double *Y)
+static void mha(const ref_params *rp, const char *prefix, int wsite, int layer,
+                int nq, int nk, const double *Xq, const double *Xkv, double *Y)
 {
     const int w = rp->hd->cfg.w, h = rp->hd->cfg.h, dh = w / h;
     const double *in_w = ten(rp, 3 * w, w, "%sin_proj_weight", prefix);
@@ -206,8 +209,14 @@ static double norm2(int n, const double *x)
 }
 
 // κ(s) = exp(min(s, ln 100)); σ(x) = 1/(1 + e^−x).
-static double kappa(double s) { return exp(fmin(s, log(100.0))); }
-static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double kappa(double s)
+{
+    return exp(fmin(s, log(100.0)));
+}
+static double sigmoid(double x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
 
 // ---- forward (HEAD.md §5) ----
 
@@ -408,13 +417,13 @@ double clef_ref_head_loss_trace(const clef_head *hd, const double *params,
     double *lex = clef_test_dalloc((size_t)O * d); // (O, d)
     double *Rs = clef_test_dalloc((size_t)O * w);  // option states (O, w)
     double *tmp = clef_test_dalloc((size_t)(O > Q ? O : Q) * w);
-    double *B = clef_test_dalloc((size_t)Q * w);   // (Q, w)
-    double *S = clef_test_dalloc((size_t)Q * w);   // (Q, w)
-    double *F = clef_test_dalloc((size_t)Q * w);   // (Q, w)
-    double *Nn = clef_test_dalloc((size_t)O * w);  // option_norm(R) (O, w)
-    double *z = clef_test_dalloc(O);               // (O)
-    double *gw = clef_test_dalloc(w);              // W_g g (w)
-    double *an = clef_test_dalloc(d);              // qv_q + g (d)
+    double *B = clef_test_dalloc((size_t)Q * w);  // (Q, w)
+    double *S = clef_test_dalloc((size_t)Q * w);  // (Q, w)
+    double *F = clef_test_dalloc((size_t)Q * w);  // (Q, w)
+    double *Nn = clef_test_dalloc((size_t)O * w); // option_norm(R) (O, w)
+    double *z = clef_test_dalloc(O);              // (O)
+    double *gw = clef_test_dalloc(w);             // W_g g (w)
+    double *an = clef_test_dalloc(d);             // qv_q + g (d)
     int *owner = clef_test_ialloc(O);
     for (int q = 0; q < Q; q++)
         for (int i = r->opt_off[q]; i < r->opt_off[q + 1]; i++)
@@ -429,9 +438,11 @@ double clef_ref_head_loss_trace(const clef_head *hd, const double *params,
     linear(T, d, w, X, ten(&rp, w, d, "memory_projection.weight"), NULL, M);
     // 2-3. question vectors, option contexts, global vector, lexical means
     for (int q = 0; q < Q; q++)
-        span_mean(X, d, r->qspan[2 * q], r->qspan[2 * q + 1], qv + (size_t)q * d);
+        span_mean(X, d, r->qspan[2 * q], r->qspan[2 * q + 1],
+                  qv + (size_t)q * d);
     for (int i = 0; i < O; i++)
-        span_mean(X, d, r->ospan[2 * i], r->ospan[2 * i + 1], ctx + (size_t)i * d);
+        span_mean(X, d, r->ospan[2 * i], r->ospan[2 * i + 1],
+                  ctx + (size_t)i * d);
     const double *g = X + (size_t)(T - 1) * d;
     for (int i = 0; i < O; i++) {
         double *li = lex + (size_t)i * d;
@@ -442,7 +453,8 @@ double clef_ref_head_loss_trace(const clef_head *hd, const double *params,
         const int s = r->ospan[2 * i], e = r->ospan[2 * i + 1];
         for (int t = s; t < e; t++) {
             if (r->ids[t] < 0 || r->ids[t] >= V) {
-                fprintf(stderr, "ref_head: id %d outside [0, %d)\n", r->ids[t], V);
+                fprintf(stderr, "ref_head: id %d outside [0, %d)\n", r->ids[t],
+                        V);
                 abort();
             }
             for (int k = 0; k < d; k++)
@@ -552,8 +564,8 @@ static void random_span(int T, uint64_t *rng, int *span)
 }
 
 void clef_test_random_record(clef_record *r, int T, int d, int Q,
-                             const int *qtype, const int *nopt,
-                             const int *soft, int V, uint64_t *rng)
+                             const int *qtype, const int *nopt, const int *soft,
+                             int V, uint64_t *rng)
 {
     memset(r, 0, sizeof(*r));
     int O = 0;
@@ -624,9 +636,9 @@ void clef_test_batch_init(clef_test_batch *b, const clef_config *cfg,
     clef_test_fill_normal(b->E, (size_t)b->V * b->cfg.d, 0.f, 1.f, &rng);
     for (int i = 0; i < b->n; i++) {
         int soft[4] = {i & 1, 0, 1, 0};
-        clef_test_random_record(&b->recs[i], spec->T[i], b->cfg.d,
-                                spec->Q[i], spec->types[i], spec->nopt[i],
-                                soft, b->V, &rng);
+        clef_test_random_record(&b->recs[i], spec->T[i], b->cfg.d, spec->Q[i],
+                                spec->types[i], spec->nopt[i], soft, b->V,
+                                &rng);
         cr_assert_eq(clef_record_prepare(&clef_scalar_kernels, &b->recs[i],
                                          b->E, b->V, &err),
                      0, "%s", err.msg);

@@ -1,4 +1,4 @@
-// attention kernels for avx2: clef_f32_attention_fwd__avx2 clef_f32_attention_bwd__avx2 
+// attention kernels for avx2: clef_f32_attention_fwd__avx2 clef_f32_attention_bwd__avx2
 // Written once for both ISAs: helpers in backends/x86/tmpl_attention.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

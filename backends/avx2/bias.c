@@ -1,4 +1,4 @@
-// bias kernels for avx2: clef_f32_bias_add__avx2 clef_f32_colsum__avx2 
+// bias kernels for avx2: clef_f32_bias_add__avx2 clef_f32_colsum__avx2
 // Written once for both ISAs: helpers in backends/x86/tmpl_bias.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

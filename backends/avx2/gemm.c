@@ -12,6 +12,8 @@
 #define GEMM_ROWS_2V_MAX 4 // small nn/tn: 2·4 accumulators + 3 of 16 ymm
 
 // C (6,16) [+]= Σ_k a[k] (6) ⊗ b[k] (16); a, b packed panels.
+// (the microkernel as laid out by hand)
+// clang-format off
 static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
                      float *restrict c, int ldc, int accum)
 {
@@ -44,6 +46,7 @@ static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
     STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5)
 #undef STORE
 }
+// clang-format on
 
 // Row remainders use the full tile: with MR = 6 the waste is small.
 static void gemm_ukr_rows(int kc, const float *a, const float *b, float *c,

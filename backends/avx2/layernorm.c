@@ -1,4 +1,4 @@
-// layernorm kernels for avx2: clef_f32_layernorm_fwd__avx2 clef_f32_layernorm_bwd__avx2 
+// layernorm kernels for avx2: clef_f32_layernorm_fwd__avx2 clef_f32_layernorm_bwd__avx2
 // Written once for both ISAs: helpers in backends/x86/tmpl_layernorm.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).
@@ -29,8 +29,9 @@ static void ln_fwd_rows8(int rows, const float *x, const float *gamma,
             v[c] = vf_sub(v[c], mean);
             ss = vf_fma(v[c], v[c], ss);
         }
-        vf rs = vf_div(vf_set1(1.0f),
-                       vf_sqrt(vf_add(vf_mul(ss, inv_n), vf_set1(CLEF_LN_EPS))));
+        vf rs =
+            vf_div(vf_set1(1.0f),
+                   vf_sqrt(vf_add(vf_mul(ss, inv_n), vf_set1(CLEF_LN_EPS))));
         __m256 out[8];
         for (int c = 0; c < 8; c++) {
             v[c] = vf_mul(v[c], rs);
@@ -59,7 +60,8 @@ static void ln_bwd_rows8(int rows, const float *dy, const float *xhat,
         for (int i = 0; i < 8; i++) {
             g[i] = _mm256_loadu_ps(dy + (size_t)(r + i) * 8);
             h[i] = _mm256_loadu_ps(xhat + (size_t)(r + i) * 8);
-            *sg = vf_add(*sg, vf_mul(g[i], h[i])); // no FMA: the reference's rounding
+            *sg = vf_add(
+                *sg, vf_mul(g[i], h[i])); // no FMA: the reference's rounding
             *sb = vf_add(*sb, g[i]);
         }
         if (!dx)

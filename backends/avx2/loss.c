@@ -1,4 +1,4 @@
-// loss kernels for avx2: clef_f32_loss__avx2 
+// loss kernels for avx2: clef_f32_loss__avx2
 // Written once for both ISAs: helpers in backends/x86/tmpl_loss.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

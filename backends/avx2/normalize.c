@@ -1,4 +1,4 @@
-// normalize kernels for avx2: clef_f32_normalize_fwd__avx2 clef_f32_normalize_bwd__avx2 clef_f32_cosine_fwd__avx2 clef_f32_cosine_bwd__avx2 
+// normalize kernels for avx2: clef_f32_normalize_fwd__avx2 clef_f32_normalize_bwd__avx2 clef_f32_cosine_fwd__avx2 clef_f32_cosine_bwd__avx2
 // Written once for both ISAs: helpers in backends/x86/tmpl_normalize.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

@@ -1,4 +1,4 @@
-// softmax kernels for avx2: clef_f32_softmax_fwd__avx2 clef_f32_softmax_bwd__avx2 clef_f32_softmax_seg_fwd__avx2 clef_f32_softmax_seg_bwd__avx2 
+// softmax kernels for avx2: clef_f32_softmax_fwd__avx2 clef_f32_softmax_bwd__avx2 clef_f32_softmax_seg_fwd__avx2 clef_f32_softmax_seg_bwd__avx2
 // Written once for both ISAs: helpers in backends/x86/tmpl_softmax.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

@@ -1,4 +1,4 @@
-// span kernels for avx2: clef_f32_span_mean__avx2 clef_f32_span_scatter__avx2 
+// span kernels for avx2: clef_f32_span_mean__avx2 clef_f32_span_scatter__avx2
 // Written once for both ISAs: helpers in backends/x86/tmpl_span.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

@@ -1,4 +1,4 @@
-// adamw kernels for avx512: clef_f32_adamw__avx512 
+// adamw kernels for avx512: clef_f32_adamw__avx512
 // Written once for both ISAs: helpers in backends/x86/tmpl_adamw.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

@@ -1,4 +1,4 @@
-// attention kernels for avx512: clef_f32_attention_fwd__avx512 clef_f32_attention_bwd__avx512 
+// attention kernels for avx512: clef_f32_attention_fwd__avx512 clef_f32_attention_bwd__avx512
 // Written once for both ISAs: helpers in backends/x86/tmpl_attention.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).
@@ -27,9 +27,9 @@ attn_fwd_wide(int nq, int nk, int heads, int dh, const float *Q, int ldq,
 
 static __attribute__((noinline)) void
 attn_bwd_wide(int nq, int nk, int heads, int dh, const float *Q, int ldq,
-              const float *K, int ldk, const float *V, int ldv,
-              const float *A, const float *dO, int lddo, float *dQ, int lddq,
-              float *dK, int lddk, float *dV, int lddv, float *scratch)
+              const float *K, int ldk, const float *V, int ldv, const float *A,
+              const float *dO, int lddo, float *dQ, int lddq, float *dK,
+              int lddk, float *dV, int lddv, float *scratch)
 {
 #include "backends/x86/body/attention_bwd.h"
 }

@@ -1,4 +1,4 @@
-// gather kernels for avx512: clef_f32_gather_rows__avx512 clef_f32_scatter_add_rows__avx512 
+// gather kernels for avx512: clef_f32_gather_rows__avx512 clef_f32_scatter_add_rows__avx512
 // Written once for both ISAs: helpers in backends/x86/tmpl_gather.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

@@ -14,6 +14,8 @@
 
 #define CLEF_GELU_LUT 1
 
+// (one table per line, as fit_coefficients.py prints them)
+// clang-format off
 static const float phi_c0[32] = {4.647840261e-01f, 3.954411745e-01f, 3.292656839e-01f, 2.680509388e-01f, 2.131627798e-01f, 1.654576659e-01f, 1.252679974e-01f, 9.244880080e-02f, 6.647086889e-02f, 4.653914273e-02f, 3.171571344e-02f, 2.102969959e-02f, 1.356269419e-02f, 8.505142294e-03f, 5.184687674e-03f, 3.071597312e-03f, 1.768124872e-03f, 9.887457127e-04f, 5.370367435e-04f, 2.832716855e-04f, 1.450844720e-04f, 7.214427751e-05f, 3.482538887e-05f, 1.631764826e-05f, 7.420707789e-06f, 3.275076551e-06f, 1.402656835e-06f, 5.829129464e-07f, 2.350440269e-07f, 9.195205308e-08f, 3.489922307e-08f, 1.284960227e-08f};
 static const float phi_c1[32] = {-3.973869383e-01f, -3.851606548e-01f, -3.618249297e-01f, -3.294453621e-01f, -2.907344997e-01f, -2.486784011e-01f, -2.061616331e-01f, -1.656555384e-01f, -1.290126592e-01f, -9.738386422e-02f, -7.124755532e-02f, -5.052208528e-02f, -3.472328931e-02f, -2.313069627e-02f, -1.493430045e-02f, -9.345646948e-03f, -5.668421276e-03f, -3.332292894e-03f, -1.898683375e-03f, -1.048552571e-03f, -5.612497334e-04f, -2.911725314e-04f, -1.464107481e-04f, -7.135490159e-05f, -3.370566992e-05f, -1.543158214e-05f, -6.847722943e-06f, -2.945169172e-06f, -1.227729172e-06f, -4.960474485e-07f, -1.942549943e-07f, -7.373088096e-08f};
 static const float phi_c2[32] = {1.756218821e-02f, 5.106556788e-02f, 7.995276898e-02f, 1.019169539e-01f, 1.156389415e-01f, 1.208915040e-01f, 1.184448600e-01f, 1.098151356e-01f, 9.692732990e-02f, 8.177218586e-02f, 6.612326205e-02f, 5.135397986e-02f, 3.836417571e-02f, 2.760053426e-02f, 1.914026216e-02f, 1.280371659e-02f, 8.266869001e-03f, 5.154377781e-03f, 3.104697447e-03f, 1.807256602e-03f, 1.016962691e-03f, 5.533295334e-04f, 2.911725896e-04f, 1.482131192e-04f, 7.299010758e-05f, 3.478127837e-05f, 1.603935743e-05f, 7.158759217e-06f, 3.092731504e-06f, 1.293421178e-06f, 5.236807965e-07f, 2.052837260e-07f};
@@ -28,14 +30,16 @@ static const float pdf_c3[32] = {1.751641184e-02f, 4.986860603e-02f, 7.474735379
 static const float pdf_c4[32] = {4.889814556e-02f, 4.145393148e-02f, 2.813590877e-02f, 1.166326739e-02f, -4.802281037e-03f, -1.842560060e-02f, -2.730475925e-02f, -3.076330572e-02f, -2.929197438e-02f, -2.421483397e-02f, -1.722310297e-02f, -9.929084219e-03f, -3.551915986e-03f, 1.218875870e-03f, 4.198438954e-03f, 5.576325115e-03f, 5.747726653e-03f, 5.160709843e-03f, 4.210132640e-03f, 3.185155801e-03f, 2.260755282e-03f, 1.516468590e-03f, 9.660759242e-04f, 5.865598796e-04f, 3.403052688e-04f, 1.890374115e-04f, 1.007006431e-04f, 5.150754077e-05f, 2.532284634e-05f, 1.197651727e-05f, 5.453045560e-06f, 2.391695489e-06f};
 static const float pdf_c5[32] = {-4.357380327e-03f, -1.214403659e-02f, -1.739794761e-02f, -1.918667182e-02f, -1.745477878e-02f, -1.296054013e-02f, -6.987981498e-03f, -9.491195087e-04f, 3.987052012e-03f, 7.132227998e-03f, 8.338806219e-03f, 7.903533988e-03f, 6.380181294e-03f, 4.378215410e-03f, 2.407501452e-03f, 7.974325563e-04f, -3.121719637e-04f, -9.310744354e-04f, -1.158178900e-03f, -1.124245464e-03f, -9.511084063e-04f, -7.306582411e-04f, -5.200639716e-04f, -3.469483054e-04f, -2.185295598e-04f, -1.306020713e-04f, -7.432419807e-05f, -4.038352927e-05f, -2.099234007e-05f, -1.045688987e-05f, -4.998002623e-06f, -2.294610795e-06f};
 static const float pdf_c6[32] = {-8.068818599e-03f, -6.357064471e-03f, -3.395684529e-03f, 4.201669799e-05f, 3.115736181e-03f, 5.165476818e-03f, 5.877261981e-03f, 5.321026314e-03f, 3.866375424e-03f, 2.024274087e-03f, 2.799183421e-04f, -1.028381055e-03f, -1.757624326e-03f, -1.940235146e-03f, -1.721504028e-03f, -1.286228187e-03f, -7.997108041e-04f, -3.752204066e-04f, -6.743620906e-05f, 1.163764828e-04f, 1.977935317e-04f, 2.095042728e-04f, 1.828508102e-04f, 1.415380975e-04f, 1.002322242e-04f, 6.600615598e-05f, 4.081776933e-05f, 2.385496009e-05f, 1.323450942e-05f, 6.992793260e-06f, 3.527598892e-06f, 1.702277132e-06f};
+// clang-format on
 
-#define GELU_LUT_H 1.767766923e-01f // piece width: 4√2/32 rounded to float
-#define GELU_LUT_A (32 * GELU_LUT_H)  // end of the tabulated range (≈ 4√2)
+#define GELU_LUT_H 1.767766923e-01f  // piece width: 4√2/32 rounded to float
+#define GELU_LUT_A (32 * GELU_LUT_H) // end of the tabulated range (≈ 4√2)
 
 // c[j] per lane from a 32-entry table
 static inline __m512 gelu_lut(const float *c, __m512i j)
 {
-    return _mm512_permutex2var_ps(_mm512_loadu_ps(c), j, _mm512_loadu_ps(c + 16));
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(c), j,
+                                  _mm512_loadu_ps(c + 16));
 }
 
 #define GELU_POLY(tab, j, t)                                                   \
@@ -55,11 +59,13 @@ static inline __m512 gelu_lut(const float *c, __m512i j)
 // always_inline: with pdf, gcc otherwise keeps it out of line in gelu_bwd
 // (four call sites), and the call (results through the stack, every constant
 // and table reloaded per call) cost gelu_bwd a third of its bandwidth.
-__attribute__((always_inline)) static inline void gelu_tail_pdf_lut(__m512 x, __m512 *tail, __m512 *pdf)
+__attribute__((always_inline)) static inline void
+gelu_tail_pdf_lut(__m512 x, __m512 *tail, __m512 *pdf)
 {
     __m512 a = _mm512_abs_ps(x);
     // piece index; off by one at a boundary at most (the fits cover ±1%)
-    __m512i j = _mm512_cvttps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(1.0f / GELU_LUT_H)));
+    __m512i j = _mm512_cvttps_epi32(
+        _mm512_mul_ps(a, _mm512_set1_ps(1.0f / GELU_LUT_H)));
     // t = |x| − (j + ½) h in one rounding (FMA): a scaled index variable would
     // carry its rounding (~|x|·1e-7) into Φ's tail, whose log-slope is |x|
     __m512 c = _mm512_add_ps(_mm512_cvtepi32_ps(j), _mm512_set1_ps(0.5f));
@@ -67,17 +73,22 @@ __attribute__((always_inline)) static inline void gelu_tail_pdf_lut(__m512 x, __
     *tail = GELU_POLY(phi, j, t);
     if (pdf)
         *pdf = GELU_POLY(pdf, j, t);
-    __mmask16 far = _mm512_cmp_ps_mask(a, _mm512_set1_ps(GELU_LUT_A), _CMP_GE_OQ);
-    if (__builtin_expect(far != 0, 0)) { // |x| ≥ 4√2: ½ e^{−x²/2} erfcx(|x|/√2), x² split exactly
+    __mmask16 far =
+        _mm512_cmp_ps_mask(a, _mm512_set1_ps(GELU_LUT_A), _CMP_GE_OQ);
+    // |x| ≥ 4√2: ½ e^{−x²/2} erfcx(|x|/√2), x² split exactly
+    if (__builtin_expect(far != 0, 0)) {
         __m512 ac = _mm512_min_ps(a, _mm512_set1_ps(20.0f));
         __m512 e2 = vf_exp_neg_sq(ac, 0.5f);
-        __m512 u = _mm512_min_ps(_mm512_mul_ps(ac, _mm512_set1_ps(0.70710678118654752f)),
-                                 _mm512_set1_ps(10.1f));
-        __m512 tf = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), e2), vf_erfcx_q(u));
+        __m512 u = _mm512_min_ps(
+            _mm512_mul_ps(ac, _mm512_set1_ps(0.70710678118654752f)),
+            _mm512_set1_ps(10.1f));
+        __m512 tf = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), e2),
+                                  vf_erfcx_q(u));
         *tail = _mm512_mask_blend_ps(far, *tail, tf);
         if (pdf)
-            *pdf = _mm512_mask_blend_ps(far, *pdf,
-                                        _mm512_mul_ps(e2, _mm512_set1_ps(0.39894228040143267794f)));
+            *pdf = _mm512_mask_blend_ps(
+                far, *pdf,
+                _mm512_mul_ps(e2, _mm512_set1_ps(0.39894228040143267794f)));
     }
 }
 

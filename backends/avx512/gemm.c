@@ -14,7 +14,8 @@
 #define GEMM_ROWS_2V_MAX 12 // small nn/tn: 2·12 accumulators + 3 of 32 zmm
 
 // Register-tile building blocks: row i of the tile lives in c<i>0, c<i>1.
-#define DECL(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
+#define DECL(i)                                                                \
+    __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
 #define ROW(i)                                                                 \
     {                                                                          \
         __m512 ai = _mm512_set1_ps(a[i]);                                      \
@@ -23,7 +24,7 @@
     }
 #define STORE(i)                                                               \
     {                                                                          \
-        float *ci = c + (size_t)(i) * ldc;                                     \
+        float *ci = c + (size_t)(i)*ldc;                                       \
         if (accum) {                                                           \
             c##i##0 = _mm512_add_ps(_mm512_loadu_ps(ci), c##i##0);             \
             c##i##1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), c##i##1);        \
@@ -34,9 +35,8 @@
 // A microkernel over the first rows of a packed 14-row A panel:
 //   C (R,32) [+]= Σ_k a[k][0:R] ⊗ b[k] (32)
 #define DEFINE_UKR(name, ROWS)                                                 \
-    static void name(int kc, const float *restrict a,                         \
-                     const float *restrict b, float *restrict c, int ldc,     \
-                     int accum)                                                \
+    static void name(int kc, const float *restrict a, const float *restrict b, \
+                     float *restrict c, int ldc, int accum)                    \
     {                                                                          \
         ROWS(DECL)                                                             \
         ROWS(PREFETCH_C)                                                       \
@@ -49,8 +49,8 @@
         ROWS(STORE)                                                            \
     }
 #define PREFETCH_C(i)                                                          \
-    _mm_prefetch((const char *)(c + (size_t)(i) * ldc), _MM_HINT_T0);          \
-    _mm_prefetch((const char *)(c + (size_t)(i) * ldc + 16), _MM_HINT_T0);
+    _mm_prefetch((const char *)(c + (size_t)(i)*ldc), _MM_HINT_T0);            \
+    _mm_prefetch((const char *)(c + (size_t)(i)*ldc + 16), _MM_HINT_T0);
 #define ROWS1(X) X(0)
 #define ROWS2(X) ROWS1(X) X(1)
 #define ROWS3(X) ROWS2(X) X(2)
@@ -192,7 +192,8 @@ static int gemm_tn_n8_rows16(int M, int K, const float *A, int lda,
                 _mm512_fmadd_ps(a, _mm512_set1_ps(b[j]), s[j]);
         }
         vf_transpose8x2(s); // s[r]: rows i + r (low half), i + 8 + r (high)
-        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++)
+        {
             float *c0 = C + (size_t)(i + r) * ldc, *c1 = c0 + (size_t)8 * ldc;
             __m256 lo = _mm512_castps512_ps256(s[r]);
             __m256 hi = _mm512_extractf32x8_ps(s[r], 1);

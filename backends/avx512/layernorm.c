@@ -1,4 +1,4 @@
-// layernorm kernels for avx512: clef_f32_layernorm_fwd__avx512 clef_f32_layernorm_bwd__avx512 
+// layernorm kernels for avx512: clef_f32_layernorm_fwd__avx512 clef_f32_layernorm_bwd__avx512
 // Written once for both ISAs: helpers in backends/x86/tmpl_layernorm.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).
@@ -43,9 +43,10 @@ ln_bwd_wide(int rows, int n, const float *dy, const float *xhat,
 // the same operations in every lane. Its transposes bound it (port 5), and
 // here each shuffle serves two blocks (the memory_norm LayerNorms over a
 // tiny head's T rows).
-static __attribute__((noinline)) void
-ln_fwd_rows16(int rows, const float *x, const float *gamma, const float *beta,
-              float *y, float *xhat, float *rstd)
+static __attribute__((noinline)) void ln_fwd_rows16(int rows, const float *x,
+                                                    const float *gamma,
+                                                    const float *beta, float *y,
+                                                    float *xhat, float *rstd)
 {
     const __m512 inv_n = _mm512_set1_ps(0.125f); // 1/8, exact
     const __m512 eps = _mm512_set1_ps(CLEF_LN_EPS), one = _mm512_set1_ps(1.0f);
@@ -53,12 +54,14 @@ ln_fwd_rows16(int rows, const float *x, const float *gamma, const float *beta,
         __m512 v[8], out[8];
         for (int i = 0; i < 8; i++)
             v[i] = _mm512_insertf32x8(
-                _mm512_castps256_ps512(_mm256_loadu_ps(x + (size_t)(r + i) * 8)),
+                _mm512_castps256_ps512(
+                    _mm256_loadu_ps(x + (size_t)(r + i) * 8)),
                 _mm256_loadu_ps(x + (size_t)(r + 8 + i) * 8), 1);
         vf_transpose8x2(v); // v[c] = column c of both blocks
         __m512 sum = _mm512_add_ps(
             _mm512_add_ps(_mm512_add_ps(v[0], v[1]), _mm512_add_ps(v[2], v[3])),
-            _mm512_add_ps(_mm512_add_ps(v[4], v[5]), _mm512_add_ps(v[6], v[7])));
+            _mm512_add_ps(_mm512_add_ps(v[4], v[5]),
+                          _mm512_add_ps(v[6], v[7])));
         __m512 mean = _mm512_mul_ps(sum, inv_n), ss = _mm512_setzero_ps();
         for (int c = 0; c < 8; c++) {
             v[c] = _mm512_sub_ps(v[c], mean);

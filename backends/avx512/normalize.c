@@ -1,4 +1,4 @@
-// normalize kernels for avx512: clef_f32_normalize_fwd__avx512 clef_f32_normalize_bwd__avx512 clef_f32_cosine_fwd__avx512 clef_f32_cosine_bwd__avx512 
+// normalize kernels for avx512: clef_f32_normalize_fwd__avx512 clef_f32_normalize_bwd__avx512 clef_f32_cosine_fwd__avx512 clef_f32_cosine_bwd__avx512
 // Written once for both ISAs: helpers in backends/x86/tmpl_normalize.h, each
 // kernel's body in backends/x86/body/<op>.h, included in its definition
 // below (vector layer in this directory's vec.h).

@@ -6,6 +6,8 @@
 // Only files built with -mavx512f/bw/dq/vl include this header.
 #ifndef CLEF_AVX512_VEC_H
 #define CLEF_AVX512_VEC_H
+// One-line wrappers of the ISA's intrinsics, kept one per line.
+// clang-format off
 
 #include <immintrin.h>
 #include <stddef.h>
@@ -258,4 +260,5 @@ X86_INLINE vf vf_exp_le0_scale(vf p, vf n, vf x)
 
 #include "backends/x86/tmpl_math.h"
 
+// clang-format on
 #endif

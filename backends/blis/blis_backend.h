@@ -37,7 +37,7 @@ extern clef_kernels clef_blis_table;
 const clef_kernels *clef_blis_kernels(void);
 const char *clef_blis_unavailable(void); // always NULL: BLIS runs anywhere
 
-const char *clef_blis_arch(void);    // BLIS's sub-configuration: "zen3", "generic"
+const char *clef_blis_arch(void); // BLIS's sub-configuration: "zen3", "generic"
 int clef_blis_arch_is_generic(void); // 1 when it is "generic"
 const char *clef_blis_version(void); // "0.9.0"
 // The thread count a GEMM of `flops` (2MNK) called here gives BLIS: clef's

@@ -27,9 +27,9 @@ int clef_blis_call_threads(double flops)
     return pus > 0 && n > pus ? pus : n;
 }
 
-static void gemm_blis(int M, int N, int K, const float *A, inc_t rsa,
-                      inc_t csa, const float *B, inc_t rsb, inc_t csb,
-                      float *C, int ldc, int accumulate)
+static void gemm_blis(int M, int N, int K, const float *A, inc_t rsa, inc_t csa,
+                      const float *B, inc_t rsb, inc_t csb, float *C, int ldc,
+                      int accumulate)
 {
     if (M <= 0 || N <= 0)
         return;

@@ -24,7 +24,8 @@ void clef_f32_adamw__neon(size_t n, float *theta, const float *g, float *m,
         vf vi = vaddq_f32(vmulq_f32(vb2, vld1q_f32(v + i)),
                           vmulq_f32(vmulq_f32(vc2, gi), gi));
         vf den = vaddq_f32(vdivq_f32(vsqrtq_f32(vi), vbc2), veps);
-        vst1q_f32(theta + i, vsubq_f32(th, vdivq_f32(vmulq_f32(vstep, mi), den)));
+        vst1q_f32(theta + i,
+                  vsubq_f32(th, vdivq_f32(vmulq_f32(vstep, mi), den)));
         vst1q_f32(m + i, mi);
         vst1q_f32(v + i, vi);
     }

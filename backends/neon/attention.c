@@ -7,7 +7,10 @@
 #include "neon.h"
 #include "vec.h"
 
-static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
+static float attn_scale(int dh)
+{
+    return (float)(1.0 / sqrt((double)dh));
+}
 
 // x (n) *= s
 static void scale_inplace(size_t n, float *x, float s)

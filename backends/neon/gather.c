@@ -3,8 +3,8 @@
 #include "vec.h"
 
 // X (·, n) -> Y (nidx, n): Y[i] = X[idx[i]]
-void clef_f32_gather_rows__neon(int nidx, const int *idx, int n,
-                                const float *X, float *Y)
+void clef_f32_gather_rows__neon(int nidx, const int *idx, int n, const float *X,
+                                float *Y)
 {
     for (int i = 0; i < nidx; i++) {
         const float *x = X + (size_t)idx[i] * n; // (n)

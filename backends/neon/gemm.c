@@ -31,14 +31,16 @@
 #define GEMM_PAR_FLOPS 0.0
 #else
 #define GEMM_KC 256
-#define GEMM_MC 64  // multiple of MR: A block (MC,KC) 64 KiB per thread
-#define GEMM_NC 192 // multiple of NR: B block (KC,NC) 192 KiB, shared
+#define GEMM_MC 64         // multiple of MR: A block (MC,KC) 64 KiB per thread
+#define GEMM_NC 192        // multiple of NR: B block (KC,NC) 192 KiB, shared
 #define GEMM_PAR_FLOPS 4e6 // threads only above this much work
 #endif
 _Static_assert(GEMM_MC % GEMM_MR == 0 && GEMM_NC % GEMM_NR == 0,
                "blocks hold whole register tiles");
 
 // C tile (8,12) [+]= Σ_k a[k] (8) ⊗ b[k] (12); a, b packed panels.
+// (the microkernel as laid out by hand)
+// clang-format off
 static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
                      float *restrict c, int ldc, int accum)
 {
@@ -73,6 +75,7 @@ static void gemm_ukr(int kc, const float *restrict a, const float *restrict b,
     STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) STORE(7)
 #undef STORE
 }
+// clang-format on
 
 // One tile of C, full (mr = MR, nr = NR) or partial through a stack tile.
 static void gemm_tile(int kc, const float *Ap, const float *Bp, float *C,
@@ -93,15 +96,19 @@ static void gemm_tile(int kc, const float *Ap, const float *Bp, float *C,
 }
 
 // 4x4 transpose: rows r0..r3 in, columns out.
-static inline void transpose4(float32x4_t *r0, float32x4_t *r1,
-                              float32x4_t *r2, float32x4_t *r3)
+static inline void transpose4(float32x4_t *r0, float32x4_t *r1, float32x4_t *r2,
+                              float32x4_t *r3)
 {
     float32x4_t t0 = vtrn1q_f32(*r0, *r1), t1 = vtrn2q_f32(*r0, *r1);
     float32x4_t t2 = vtrn1q_f32(*r2, *r3), t3 = vtrn2q_f32(*r2, *r3);
-    *r0 = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-    *r1 = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
-    *r2 = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
-    *r3 = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    *r0 = vreinterpretq_f32_f64(
+        vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    *r1 = vreinterpretq_f32_f64(
+        vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    *r2 = vreinterpretq_f32_f64(
+        vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    *r3 = vreinterpretq_f32_f64(
+        vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
 }
 
 // Panel of width W (a multiple of 4) whose index runs along source ROWS:
@@ -166,7 +173,8 @@ static void gemm_block(gemm_layout L, int i0, int m, int j0, int n, int p0,
         if (L.a_trans)
             pack_cols(GEMM_MR, mr, kc, A + (size_t)p0 * lda + i0 + ir, lda, d);
         else
-            pack_rows(GEMM_MR, mr, kc, A + (size_t)(i0 + ir) * lda + p0, lda, d);
+            pack_rows(GEMM_MR, mr, kc, A + (size_t)(i0 + ir) * lda + p0, lda,
+                      d);
     }
     for (int jr = 0; jr < n; jr += GEMM_NR) {
         int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
@@ -174,7 +182,8 @@ static void gemm_block(gemm_layout L, int i0, int m, int j0, int n, int p0,
         for (int ir = 0; ir < m; ir += GEMM_MR) {
             int mr = m - ir < GEMM_MR ? m - ir : GEMM_MR;
             gemm_tile(kc, Ap + (size_t)ir * kc, bp,
-                      C + (size_t)(i0 + ir) * ldc + j0 + jr, ldc, mr, nr, accum);
+                      C + (size_t)(i0 + ir) * ldc + j0 + jr, ldc, mr, nr,
+                      accum);
         }
     }
 }
@@ -204,22 +213,26 @@ static void gemm_driver(gemm_layout L, int M, int N, int K, const float *A,
                 int nr = n - jr < GEMM_NR ? n - jr : GEMM_NR;
                 float *d = Bp + (size_t)jr * kc;
                 if (L.b_trans)
-                    pack_rows(GEMM_NR, nr, kc, B + (size_t)(j0 + jr) * ldb + p0, ldb, d);
+                    pack_rows(GEMM_NR, nr, kc, B + (size_t)(j0 + jr) * ldb + p0,
+                              ldb, d);
                 else
-                    pack_cols(GEMM_NR, nr, kc, B + (size_t)p0 * ldb + j0 + jr, ldb, d);
+                    pack_cols(GEMM_NR, nr, kc, B + (size_t)p0 * ldb + j0 + jr,
+                              ldb, d);
             }
             if (!par)
                 for (int ib = 0; ib < nblk; ib++) {
                     int i0 = ib * GEMM_MC;
                     int m = M - i0 < GEMM_MC ? M - i0 : GEMM_MC;
-                    gemm_block(L, i0, m, j0, n, p0, kc, A, lda, Bp, C, ldc, acc);
+                    gemm_block(L, i0, m, j0, n, p0, kc, A, lda, Bp, C, ldc,
+                               acc);
                 }
             else
 #pragma omp parallel for schedule(static)
                 for (int ib = 0; ib < nblk; ib++) {
                     int i0 = ib * GEMM_MC;
                     int m = M - i0 < GEMM_MC ? M - i0 : GEMM_MC;
-                    gemm_block(L, i0, m, j0, n, p0, kc, A, lda, Bp, C, ldc, acc);
+                    gemm_block(L, i0, m, j0, n, p0, kc, A, lda, Bp, C, ldc,
+                               acc);
                 }
         }
     }
@@ -229,19 +242,22 @@ void clef_f32_gemm_nt_8x12__neon(int M, int N, int K, const float *A, int lda,
                                  const float *B, int ldb, float *C, int ldc,
                                  int accumulate)
 {
-    gemm_driver((gemm_layout){0, 1}, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_driver((gemm_layout){0, 1}, M, N, K, A, lda, B, ldb, C, ldc,
+                accumulate);
 }
 
 void clef_f32_gemm_nn_8x12__neon(int M, int N, int K, const float *A, int lda,
                                  const float *B, int ldb, float *C, int ldc,
                                  int accumulate)
 {
-    gemm_driver((gemm_layout){0, 0}, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_driver((gemm_layout){0, 0}, M, N, K, A, lda, B, ldb, C, ldc,
+                accumulate);
 }
 
 void clef_f32_gemm_tn_8x12__neon(int M, int N, int K, const float *A, int lda,
                                  const float *B, int ldb, float *C, int ldc,
                                  int accumulate)
 {
-    gemm_driver((gemm_layout){1, 0}, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_driver((gemm_layout){1, 0}, M, N, K, A, lda, B, ldb, C, ldc,
+                accumulate);
 }

@@ -46,7 +46,8 @@ void clef_f32_layernorm_fwd__neon(int rows, int n, const float *x,
         for (; i + 4 <= n; i += 4) {
             vf h = vmulq_f32(vsubq_f32(vld1q_f32(xr + i), mu), vr);
             vst1q_f32(hr + i, h);
-            vst1q_f32(yr + i, vfmaq_f32(vld1q_f32(beta + i), vld1q_f32(gamma + i), h));
+            vst1q_f32(yr + i,
+                      vfmaq_f32(vld1q_f32(beta + i), vld1q_f32(gamma + i), h));
         }
         for (; i < n; i++) {
             hr[i] = (xr[i] - mean) * rs;

@@ -73,7 +73,8 @@ static double loss_question(int n, int score, const float *z, const float *y,
     for (; i + 4 <= n; i += 4) {
         vf yi = vld1q_f32(y + i), pi = vld1q_f32(p + i);
         vf ys = vaddq_f32(vmulq_f32(vkeep, yi), veps);
-        vf logp = vsubq_f32(vsubq_f32(vld1q_f32(z + i), v_set1(mx)), v_set1(lse));
+        vf logp =
+            vsubq_f32(vsubq_f32(vld1q_f32(z + i), v_set1(mx)), v_set1(lse));
         vf d = vsubq_f32(pi, yi);
         vce = vfmaq_f32(vce, ys, logp);
         vbr = vfmaq_f32(vbr, d, d);
@@ -90,12 +91,14 @@ static double loss_question(int n, int score, const float *z, const float *y,
     }
 
     // dz = [(p − y') + 2β p ((p − y) − pb)] / N
-    vf v2b = v_set1(2.0f * a->brier), vpbs = v_set1(pb), vinv = v_set1(a->inv_n);
+    vf v2b = v_set1(2.0f * a->brier), vpbs = v_set1(pb),
+       vinv = v_set1(a->inv_n);
     for (i = 0; i + 4 <= n; i += 4) {
         vf yi = vld1q_f32(y + i), pi = vld1q_f32(p + i);
         vf ys = vaddq_f32(vmulq_f32(vkeep, yi), veps);
         vf gce = vsubq_f32(pi, ys);
-        vf gbr = vmulq_f32(vmulq_f32(v2b, pi), vsubq_f32(vsubq_f32(pi, yi), vpbs));
+        vf gbr =
+            vmulq_f32(vmulq_f32(v2b, pi), vsubq_f32(vsubq_f32(pi, yi), vpbs));
         vst1q_f32(dz + i, vmulq_f32(vaddq_f32(gce, gbr), vinv));
     }
     for (; i < n; i++) {
@@ -116,10 +119,12 @@ static double loss_question(int n, int score, const float *z, const float *y,
             pa += p[i] * (a->ordinal * ow / den * a->inv_nscore);
         }
         for (i = 0; i < n; i++) {
-            float ai = a->ordinal * ordinal_weight(n, i, y) / den * a->inv_nscore;
+            float ai =
+                a->ordinal * ordinal_weight(n, i, y) / den * a->inv_nscore;
             dz[i] += p[i] * (ai - pa);
         }
-        share += (double)a->ordinal * (double)a->inv_nscore * ((double)ord / den);
+        share +=
+            (double)a->ordinal * (double)a->inv_nscore * ((double)ord / den);
     }
     return share;
 }

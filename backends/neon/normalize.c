@@ -5,7 +5,10 @@
 #include "neon.h"
 #include "vec.h"
 
-static float row_norm(int n, const float *x) { return sqrtf(v_dot(n, x, x)); }
+static float row_norm(int n, const float *x)
+{
+    return sqrtf(v_dot(n, x, x));
+}
 
 // y (n) = x / den
 static void div_row(int n, const float *x, float den, float *y)
@@ -68,9 +71,9 @@ void clef_f32_normalize_bwd__neon(int rows, int n, float eps, const float *y,
 }
 
 // a, b (rows, n) -> ahat, bhat (rows, n), na, nb (rows), c (rows) = ahat·bhat
-void clef_f32_cosine_fwd__neon(int rows, int n, const float *a,
-                               const float *b, float *ahat, float *bhat,
-                               float *na, float *nb, float *c)
+void clef_f32_cosine_fwd__neon(int rows, int n, const float *a, const float *b,
+                               float *ahat, float *bhat, float *na, float *nb,
+                               float *c)
 {
     const float eps = CLEF_COSINE_EPS;
     for (int r = 0; r < rows; r++) {

@@ -7,7 +7,8 @@ void clef_f32_softmax_seg_fwd__neon(int nseg, const int *off, const float *x,
                                     float *y)
 {
     for (int s = 0; s < nseg; s++)
-        clef_f32_softmax_fwd__neon(1, off[s + 1] - off[s], x + off[s], y + off[s]);
+        clef_f32_softmax_fwd__neon(1, off[s + 1] - off[s], x + off[s],
+                                   y + off[s]);
 }
 
 // dx (off[nseg]) += y ⊙ (dy − Σ_seg dy ⊙ y), per segment

@@ -16,6 +16,8 @@
 //      same polynomials).
 #ifndef CLEF_NEON_VEC_H
 #define CLEF_NEON_VEC_H
+// One-line wrappers of the ISA's intrinsics, kept one per line.
+// clang-format off
 
 #include <arm_neon.h>
 #include <stddef.h>
@@ -204,4 +206,5 @@ static inline vf v_norm_cdf(vf x, vf *e2)
     return v_select(v_isnan(x), x, y);
 }
 
+// clang-format on
 #endif

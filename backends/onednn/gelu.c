@@ -13,10 +13,9 @@ static int init_fwd_desc(clef_onednn_prim *p, dnnl_eltwise_desc_t *d)
     if (dnnl_memory_desc_init_by_tag(&p->md[MD_DATA], 1, dims, dnnl_f32,
                                      dnnl_a) != dnnl_success)
         return -1;
-    return dnnl_eltwise_forward_desc_init(d, dnnl_forward_training,
-                                          dnnl_eltwise_gelu_erf,
-                                          &p->md[MD_DATA], 0.0f, 0.0f) ==
-                   dnnl_success
+    return dnnl_eltwise_forward_desc_init(
+               d, dnnl_forward_training, dnnl_eltwise_gelu_erf, &p->md[MD_DATA],
+               0.0f, 0.0f) == dnnl_success
                ? 0
                : -1;
 }

@@ -18,8 +18,8 @@ static int init_fwd_desc(clef_onednn_prim *p, dnnl_softmax_v2_desc_t *d)
                                      dnnl_ab) != dnnl_success)
         return -1;
     return dnnl_softmax_v2_forward_desc_init(
-               d, dnnl_forward_training, dnnl_softmax_accurate,
-               &p->md[MD_DATA], &p->md[MD_DATA], 1) == dnnl_success
+               d, dnnl_forward_training, dnnl_softmax_accurate, &p->md[MD_DATA],
+               &p->md[MD_DATA], 1) == dnnl_success
                ? 0
                : -1;
 }
@@ -36,9 +36,9 @@ static int build_bwd(clef_onednn_prim *p)
 {
     dnnl_softmax_v2_desc_t fd, bd;
     if (init_fwd_desc(p, &fd) != 0 ||
-        dnnl_softmax_v2_backward_desc_init(
-            &bd, dnnl_softmax_accurate, &p->md[MD_DATA], &p->md[MD_DATA],
-            &p->md[MD_DATA], 1) != dnnl_success)
+        dnnl_softmax_v2_backward_desc_init(&bd, dnnl_softmax_accurate,
+                                           &p->md[MD_DATA], &p->md[MD_DATA],
+                                           &p->md[MD_DATA], 1) != dnnl_success)
         return -1;
     return clef_onednn_create_bwd(p, &bd, &fd);
 }

@@ -6,7 +6,10 @@
 
 #include "scalar.h"
 
-static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
+static float attn_scale(int dh)
+{
+    return (float)(1.0 / sqrt((double)dh));
+}
 
 // Q (nq, heads*dh) ld ldq, K (nk, ·) ld ldk, V (nk, ·) ld ldv ->
 // A (heads, nq, nk) = softmax_rows(Q_h K_hᵀ · scale), O (nq, heads*dh) ld ldo.
@@ -30,7 +33,7 @@ void clef_f32_attention_fwd__scalar(int nq, int nk, int heads, int dh,
                 arow[j] = acc * scale;
             }
             clef_f32_softmax_fwd__scalar(1, nk, arow, arow); // in place
-            float *o = O + (size_t)i * ldo + c0; // (dh)
+            float *o = O + (size_t)i * ldo + c0;             // (dh)
             for (int d = 0; d < dh; d++) {
                 float acc = 0.0f;
                 for (int j = 0; j < nk; j++)
@@ -74,7 +77,8 @@ void clef_f32_attention_bwd__scalar(int nq, int nk, int heads, int dh,
             for (int d = 0; d < dh; d++) {
                 float acc = 0.0f;
                 for (int i = 0; i < nq; i++)
-                    acc += Ah[(size_t)i * nk + j] * dO[(size_t)i * lddo + c0 + d];
+                    acc +=
+                        Ah[(size_t)i * nk + j] * dO[(size_t)i * lddo + c0 + d];
                 dV[(size_t)j * lddv + c0 + d] += acc;
             }
         }

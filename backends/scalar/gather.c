@@ -8,7 +8,8 @@ void clef_f32_gather_rows__scalar(int nidx, const int *idx, int n,
                                   const float *X, float *Y)
 {
     for (int i = 0; i < nidx; i++)
-        memcpy(Y + (size_t)i * n, X + (size_t)idx[i] * n, (size_t)n * sizeof(float));
+        memcpy(Y + (size_t)i * n, X + (size_t)idx[i] * n,
+               (size_t)n * sizeof(float));
 }
 
 // dY (nidx, n) -> dX (·, n): dX[idx[i]] += dY[i], in increasing i (repeated

@@ -9,11 +9,14 @@
 
 #include "scalar.h"
 
-#define CLEF_SQRT1_2 0.70710678118654752440   // 1/√2
+#define CLEF_SQRT1_2 0.70710678118654752440      // 1/√2
 #define CLEF_INV_SQRT_2PI 0.39894228040143267794 // 1/√(2π)
 
 // Φ(x), the standard normal CDF.
-static double phi_cdf(double x) { return 0.5 * erfc(-x * CLEF_SQRT1_2); }
+static double phi_cdf(double x)
+{
+    return 0.5 * erfc(-x * CLEF_SQRT1_2);
+}
 
 // x (n) -> y (n) = x Φ(x); at ±Inf the limits +Inf and −0 (x·Φ(x) would be
 // −Inf·0 = NaN at −Inf).

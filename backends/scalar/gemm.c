@@ -62,7 +62,7 @@ void clef_f32_gemm_tn__scalar(int M, int N, int K, const float *A, int lda,
             const int nb = N - j0 < NB ? N - j0 : NB;
             float acc[NB] = {0};
             for (int k = 0; k < K; k++) {
-                const float aki = A[(size_t)k * lda + i]; // A (K,M) column i
+                const float aki = A[(size_t)k * lda + i];  // A (K,M) column i
                 const float *b = B + (size_t)k * ldb + j0; // row k of B
                 for (int j = 0; j < nb; j++)
                     acc[j] += aki * b[j];

@@ -76,10 +76,12 @@ static double loss_question(int n, int score, const float *z, const float *y,
             pa += p[i] * ai;
         }
         for (int i = 0; i < n; i++) {
-            float ai = a->ordinal * ordinal_weight(n, i, y) / den * a->inv_nscore;
+            float ai =
+                a->ordinal * ordinal_weight(n, i, y) / den * a->inv_nscore;
             dz[i] += p[i] * (ai - pa);
         }
-        share += (double)a->ordinal * (double)a->inv_nscore * ((double)ord / den);
+        share +=
+            (double)a->ordinal * (double)a->inv_nscore * ((double)ord / den);
     }
     return share;
 }

@@ -3,8 +3,8 @@
 #include "scalar.h"
 
 // x (off[nseg]) -> y (off[nseg])
-void clef_f32_softmax_seg_fwd__scalar(int nseg, const int *off,
-                                      const float *x, float *y)
+void clef_f32_softmax_seg_fwd__scalar(int nseg, const int *off, const float *x,
+                                      float *y)
 {
     for (int s = 0; s < nseg; s++) {
         int len = off[s + 1] - off[s];
@@ -13,9 +13,8 @@ void clef_f32_softmax_seg_fwd__scalar(int nseg, const int *off,
 }
 
 // dx (off[nseg]) += y ⊙ (dy − Σ_seg dy ⊙ y), per segment.
-void clef_f32_softmax_seg_bwd__scalar(int nseg, const int *off,
-                                      const float *y, const float *dy,
-                                      float *dx)
+void clef_f32_softmax_seg_bwd__scalar(int nseg, const int *off, const float *y,
+                                      const float *dy, float *dx)
 {
     for (int s = 0; s < nseg; s++) {
         int len = off[s + 1] - off[s];

@@ -45,4 +45,3 @@ static inline void adamw_claim(float *theta, size_t n)
 }
 
 #define ADAMW_BLOCK 4096 // floats claimed, then updated: 16 KiB of θ
-

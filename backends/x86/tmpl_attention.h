@@ -8,7 +8,10 @@
 //        dQ_h += dS K_h; dK_h += dSᵀ Q_h       (scale = 1/√dh, folded into dS)
 // Needs tmpl_softmax.h included first (softmax_row, softmax_bwd_row).
 
-static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
+static float attn_scale(int dh)
+{
+    return (float)(1.0 / sqrt((double)dh));
+}
 
 // ---- small-head path: dh ≤ ATTN_SMALL_DH, vectorised over the keys ----
 // The GEMM path's products have inner dimension dh, which for the head's
@@ -24,12 +27,16 @@ static float attn_scale(int dh) { return (float)(1.0 / sqrt((double)dh)); }
 // Query rows go through each pass in batches of ATTN_NB (shared K/V loads,
 // overlapped reductions). Fixed order everywhere: results do not depend on
 // anything but the inputs. Stack: 48 KB (fwd), 80 KB (bwd) at the limits.
-#define ATTN_SMALL_DH 16       // widest head the path takes
-#define ATTN_SMALL_NK 1024     // longest padded key row (stack rows)
-#define ATTN_SMALL_FLOATS 4096 // one transposed block: ⌈g·dh⌉₈·nkp floats (16 KB)
+#define ATTN_SMALL_DH 16   // widest head the path takes
+#define ATTN_SMALL_NK 1024 // longest padded key row (stack rows)
+#define ATTN_SMALL_FLOATS                                                      \
+    4096 // one transposed block: ⌈g·dh⌉₈·nkp floats (16 KB)
 
 // Rows of a transposed block: nc rounded up to 8 (whole tiles).
-static inline int attn_rows8(int nc) { return (nc + 7) & ~7; }
+static inline int attn_rows8(int nc)
+{
+    return (nc + 7) & ~7;
+}
 
 // Heads per group of the small path, 0 when the shape takes the GEMM path.
 static int attn_small_group(int nk, int heads, int dh)
@@ -70,13 +77,17 @@ static void attn_transpose_in(int nk, int nkp, int nc, const float *X, int ldx,
         for (int j0 = 0; j0 < nkp; j0 += VW) {
             float *T = Xt + (size_t)c0 * nkp + j0;
             if (w == 8 && j0 + VW <= nk) {
-                vf_tile_in(X + (size_t)j0 * ldx + c0, (size_t)ldx, T, (size_t)nkp);
+                vf_tile_in(X + (size_t)j0 * ldx + c0, (size_t)ldx, T,
+                           (size_t)nkp);
                 continue;
             }
-            _Alignas(4 * VW) float e[8 * VW]; // edge block (VW keys, 8 columns), zero padded
+            _Alignas(4 * VW) float
+                e[8 * VW]; // edge block (VW keys, 8 columns), zero padded
             for (int k = 0; k < VW; k++)
-                v8_store_a(e + 8 * k, j0 + k < nk ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
-                                                  : v8_zero());
+                v8_store_a(e + 8 * k,
+                           j0 + k < nk
+                               ? attn_ld8n(X + (size_t)(j0 + k) * ldx + c0, w)
+                               : v8_zero());
             vf_tile_in(e, 8, T, (size_t)nkp);
         }
     }
@@ -110,8 +121,8 @@ static void attn_transpose_add(int nk, int nkp, int nc, const float *Xt,
 // out[e] (+)= mul · Σ_j x[j] · Y[e][j] for e < n: x (len), Y (n, len) ld len,
 // len a multiple of VW. `acc` 0 overwrites out, 1 adds to it.
 static inline __attribute__((always_inline)) void
-attn_rowdots(int n, int len, const float *x, const float *Y,
-                         float mul, float *out, int acc)
+attn_rowdots(int n, int len, const float *x, const float *Y, float mul,
+             float *out, int acc)
 {
     for (int e0 = 0; e0 < n; e0 += 4) {
         int m = n - e0 < 4 ? n - e0 : 4;
@@ -173,8 +184,8 @@ static inline vf attn_ldrow(const float *x, int j, int n)
 // together, so their reductions (max, sum, dots) overlap instead of chaining.
 static inline __attribute__((always_inline)) void
 attn_fwd_rows(int nk, int nkp, int dh, int nb, float scale,
-              const float *const *q, const float *Kh, const float *Vh,
-              float *s, float *const *a, float *const *o)
+              const float *const *q, const float *Kh, const float *Vh, float *s,
+              float *const *a, float *const *o)
 {
     vf mx[ATTN_NB], sum[ATTN_NB];
 #pragma GCC unroll 4
@@ -196,8 +207,10 @@ attn_fwd_rows(int nk, int nkp, int dh, int nb, float scale,
         for (int b = 0; b < nb; b++) {
             float *sb = s + (size_t)b * nkp + j;
             vf_store(sb, acc[b]);
-            mx[b] = vf_max(mx[b], nk - j >= VW ? acc[b]
-                                               : vf_loadn_fill(sb, nk - j, -__builtin_inff()));
+            mx[b] = vf_max(mx[b],
+                           nk - j >= VW
+                               ? acc[b]
+                               : vf_loadn_fill(sb, nk - j, -__builtin_inff()));
         }
     }
 #pragma GCC unroll 4
@@ -270,20 +283,20 @@ attn_bwd_rows(int nk, int nkp, int dh, int nb, float scale,
               float *dKh, float *dVh, float *ds, float *const *dq, int first)
 {
     vf dot[ATTN_NB];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int b = 0; b < nb; b++)
         dot[b] = vf_zero();
     for (int j = 0; j < nkp; j += VW) {
         vf p[ATTN_NB], da[ATTN_NB];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int b = 0; b < nb; b++)
             p[b] = attn_ldrow(a[b], j, nk), da[b] = vf_zero();
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int e = 0; e < dh; e++) {
             vf v = vf_load(Vh + (size_t)e * nkp + j);
             float *dvp = dVh + (size_t)e * nkp + j;
             vf dv = first ? vf_zero() : vf_load(dvp);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int b = 0; b < nb; b++) {
                 vf ye = vf_set1(dy[b][e]);
                 da[b] = vf_fma(ye, v, da[b]);
@@ -291,35 +304,37 @@ attn_bwd_rows(int nk, int nkp, int dh, int nb, float scale,
             }
             vf_store(dvp, dv);
         }
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int b = 0; b < nb; b++) {
             vf_store(ds + (size_t)b * nkp + j, da[b]);
             dot[b] = vf_fma(da[b], p[b], dot[b]);
         }
     }
     vf sc = vf_set1(scale);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int b = 0; b < nb; b++)
         dot[b] = vf_set1(vf_hsum(dot[b]));
     for (int j = 0; j < nkp; j += VW) { // pads: a = 0, so dS = 0
         vf g[ATTN_NB];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int b = 0; b < nb; b++) {
             float *d = ds + (size_t)b * nkp + j;
-            g[b] = vf_mul(vf_mul(attn_ldrow(a[b], j, nk), vf_sub(vf_load(d), dot[b])), sc);
+            g[b] = vf_mul(
+                vf_mul(attn_ldrow(a[b], j, nk), vf_sub(vf_load(d), dot[b])),
+                sc);
             vf_store(d, g[b]);
         }
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int e = 0; e < dh; e++) {
             float *dkp = dKh + (size_t)e * nkp + j;
             vf dk = first ? vf_zero() : vf_load(dkp);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int b = 0; b < nb; b++)
                 dk = vf_fma(g[b], vf_set1(q[b][e]), dk);
             vf_store(dkp, dk);
         }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int b = 0; b < nb; b++)
         attn_rowdots(dh, nkp, ds + (size_t)b * nkp, Kh, 1.0f, dq[b], 1);
 }
@@ -332,7 +347,7 @@ static void attn_bwd_batch(int nk, int nkp, int dh, int nb, float scale,
                            const float *Vh, float *dKh, float *dVh, float *ds,
                            float *const *dq, int first)
 {
-#define ATTN_NB_CASE(n)                                                    \
+#define ATTN_NB_CASE(n)                                                        \
     case n:                                                                    \
         if (dh == 4)                                                           \
             attn_bwd_rows(nk, nkp, 4, n, scale, q, dy, a, Kh, Vh, dKh, dVh,    \
@@ -356,8 +371,9 @@ static void attn_fwd_small(int nq, int nk, int heads, int dh, int g,
                            const float *Q, int ldq, const float *K, int ldk,
                            const float *V, int ldv, float *A, float *O, int ldo)
 {
-    _Alignas(64) float Kt[ATTN_SMALL_FLOATS], Vt[ATTN_SMALL_FLOATS]; // (⌈g·dh⌉₈, nkp)
-    _Alignas(64) float s[ATTN_NB * ATTN_SMALL_NK];                   // (nb, nkp)
+    _Alignas(64) float Kt[ATTN_SMALL_FLOATS],
+        Vt[ATTN_SMALL_FLOATS];                     // (⌈g·dh⌉₈, nkp)
+    _Alignas(64) float s[ATTN_NB * ATTN_SMALL_NK]; // (nb, nkp)
     int nkp = (nk + VW - 1) / VW * VW;
     float scale = attn_scale(dh);
     for (int h0 = 0; h0 < heads; h0 += g) {
@@ -370,7 +386,7 @@ static void attn_fwd_small(int nq, int nk, int heads, int dh, int g,
             const float *Vh = Vt + (size_t)hh * dh * nkp; // (dh, nkp)
             for (int i0 = 0; i0 < nq; i0 += ATTN_NB) {
                 int nb = nq - i0 < ATTN_NB ? nq - i0 : ATTN_NB;
-                const float *q[ATTN_NB]; // rows (dh)
+                const float *q[ATTN_NB];        // rows (dh)
                 float *a[ATTN_NB], *o[ATTN_NB]; // rows (nk), (dh)
                 for (int b = 0; b < nb; b++) {
                     int i = i0 + b;
@@ -390,9 +406,11 @@ static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
                            const float *dO, int lddo, float *dQ, int lddq,
                            float *dK, int lddk, float *dV, int lddv)
 {
-    _Alignas(64) float Kt[ATTN_SMALL_FLOATS], Vt[ATTN_SMALL_FLOATS];   // (⌈g·dh⌉₈, nkp)
-    _Alignas(64) float dKt[ATTN_SMALL_FLOATS], dVt[ATTN_SMALL_FLOATS]; // (⌈g·dh⌉₈, nkp)
-    _Alignas(64) float ds[ATTN_NB * ATTN_SMALL_NK];                // (nb, nkp)
+    _Alignas(64) float Kt[ATTN_SMALL_FLOATS],
+        Vt[ATTN_SMALL_FLOATS]; // (⌈g·dh⌉₈, nkp)
+    _Alignas(64) float dKt[ATTN_SMALL_FLOATS],
+        dVt[ATTN_SMALL_FLOATS];                     // (⌈g·dh⌉₈, nkp)
+    _Alignas(64) float ds[ATTN_NB * ATTN_SMALL_NK]; // (nb, nkp)
     int nkp = (nk + VW - 1) / VW * VW;
     float scale = attn_scale(dh);
     if (nq < 1)
@@ -403,7 +421,8 @@ static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
         attn_transpose_in(nk, nkp, nc, V + c0, ldv, Vt);
         // the first query of each head stores rows 0..nc of dKt, dVt; the
         // tile padding rows nc..⌈nc⌉₈ are zero
-        for (size_t t = (size_t)nc * nkp; t < (size_t)attn_rows8(nc) * nkp; t += VW) {
+        for (size_t t = (size_t)nc * nkp; t < (size_t)attn_rows8(nc) * nkp;
+             t += VW) {
             vf_store(dKt + t, vf_zero());
             vf_store(dVt + t, vf_zero());
         }
@@ -418,13 +437,13 @@ static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
                 float *dq[ATTN_NB];
                 for (int b = 0; b < nb; b++) {
                     int i = i0 + b;
-                    q[b] = Q + (size_t)i * ldq + h * dh;          // (dh)
-                    dy[b] = dO + (size_t)i * lddo + h * dh;       // (dh)
-                    a[b] = A + ((size_t)h * nq + i) * nk;         // (nk)
-                    dq[b] = dQ + (size_t)i * lddq + h * dh;       // (dh)
+                    q[b] = Q + (size_t)i * ldq + h * dh;    // (dh)
+                    dy[b] = dO + (size_t)i * lddo + h * dh; // (dh)
+                    a[b] = A + ((size_t)h * nq + i) * nk;   // (nk)
+                    dq[b] = dQ + (size_t)i * lddq + h * dh; // (dh)
                 }
-                attn_bwd_batch(nk, nkp, dh, nb, scale, q, dy, a, Kh, Vh, dKh, dVh, ds,
-                               dq, i0 == 0);
+                attn_bwd_batch(nk, nkp, dh, nb, scale, q, dy, a, Kh, Vh, dKh,
+                               dVh, ds, dq, i0 == 0);
             }
         }
         attn_transpose_add(nk, nkp, nc, dKt, dK + c0, lddk);
@@ -433,4 +452,3 @@ static void attn_bwd_small(int nq, int nk, int heads, int dh, int g,
 }
 
 // ---- GEMM path ----
-

@@ -37,12 +37,13 @@ static void colsum_cols(int rows, int n, int c, int w, const float *dy,
         for (int i = 0; i < nv; i += VW)
             vf_store(acc + i, vf_add(vf_load(acc + i), vf_load(g + i)));
         if (t)
-            vf_storen(acc + nv, vf_add(vf_loadn(acc + nv, t), vf_loadn(g + nv, t)), t);
+            vf_storen(acc + nv,
+                      vf_add(vf_loadn(acc + nv, t), vf_loadn(g + nv, t)), t);
     }
     float *d = db + c;
     for (int i = 0; i < nv; i += VW)
         vf_store(d + i, vf_add(vf_load(d + i), vf_load(acc + i)));
     if (t)
-        vf_storen(d + nv, vf_add(vf_loadn(d + nv, t), vf_loadn(acc + nv, t)), t);
+        vf_storen(d + nv, vf_add(vf_loadn(d + nv, t), vf_loadn(acc + nv, t)),
+                  t);
 }
-

@@ -8,7 +8,8 @@
 // gelu'(±Inf) = Φ(±Inf) (the limits), not Inf·0 = NaN; NaN stays NaN.
 static inline vf gelu_finite(vf x)
 {
-    return vf_min(vf_set1(3.40282347e+38f), vf_max(vf_set1(-3.40282347e+38f), x));
+    return vf_min(vf_set1(3.40282347e+38f),
+                  vf_max(vf_set1(-3.40282347e+38f), x));
 }
 
 // y = x Φ(x); for x < 0 formed as (x · ½ erfcx) · e^{−x²/2} so that Φ, which
@@ -55,14 +56,17 @@ __attribute__((always_inline)) static inline vf gelu_grad_v(vf x)
     return vf_fma(gelu_finite(x), pdf, cdf);
 }
 #else
-static inline vf gelu_fwd_v(vf x) { return gelu_fwd_v_exp(x); }
+static inline vf gelu_fwd_v(vf x)
+{
+    return gelu_fwd_v_exp(x);
+}
 
 __attribute__((always_inline)) static inline vf gelu_grad_v(vf x)
 {
     vf e2;
     vf cdf = vf_norm_cdf(x, &e2);
-    vf pdf = vf_mul(e2, vf_set1(0.39894228040143267794f)); // φ = e^{−x²/2}/√(2π)
+    vf pdf =
+        vf_mul(e2, vf_set1(0.39894228040143267794f)); // φ = e^{−x²/2}/√(2π)
     return vf_fma(gelu_finite(x), pdf, cdf);
 }
 #endif
-

@@ -135,7 +135,8 @@ static inline void gemm_tile(int kc, const float *Ap, const float *Bp, float *C,
     for (int i = 0; i < mr; i++)
         for (int j = 0; j < nr; j++)
             C[(size_t)i * ldc + j] =
-                accum ? C[(size_t)i * ldc + j] + t[i * GEMM_NR + j] : t[i * GEMM_NR + j];
+                accum ? C[(size_t)i * ldc + j] + t[i * GEMM_NR + j]
+                      : t[i * GEMM_NR + j];
 }
 
 // Threads for one product: 1 below 4 MFLOP, and 1 inside an enclosing
@@ -229,8 +230,8 @@ static void gemm_packed_loops(gemm_layout L, gemm_blocking bl, int M, int N,
         int acc = accumulate || p0 > 0;
         const float *Ap = bf.preA ? bf.preA + (size_t)p0 * mpan * GEMM_MR
                                   : bf.Ap + (size_t)t * bf.astride;
-        const float *Bk = bf.preB ? bf.preB + (size_t)p0 * npan_all * GEMM_NR
-                                  : NULL;
+        const float *Bk =
+            bf.preB ? bf.preB + (size_t)p0 * npan_all * GEMM_NR : NULL;
         // Ap: panel ip holds rows [ip·MR, ip·MR + MR) of op(A), (kc, MR)
         for (int ip = 0; !bf.preA && ip < mpan; ip++) {
             int ir = ip * GEMM_MR;
@@ -372,8 +373,8 @@ static int gemm_packed_pre(gemm_layout L, int M, int N, int K, const float *A,
     float *buf = gemm_pack_buffer(bn + an * nth > 0 ? bn + an * nth : 16);
     if (!buf)
         return -1;
-    gemm_bufs bf = {.Bp = buf, .Ap = buf + bn, .astride = an,
-                    .preA = preA, .preB = preB};
+    gemm_bufs bf = {
+        .Bp = buf, .Ap = buf + bn, .astride = an, .preA = preA, .preB = preB};
     if (nth <= 1) {
         gemm_packed_loops(L, bl, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
                           bf, 0, 1);
@@ -395,8 +396,8 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
                        int lda, const float *B, int ldb, float *C, int ldc,
                        int accumulate)
 {
-    return gemm_packed_pre(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate,
-                           NULL, NULL);
+    return gemm_packed_pre(L, M, N, K, A, lda, B, ldb, C, ldc, accumulate, NULL,
+                           NULL);
 }
 
 // ---- pre-packed operands (kernels.h, clef_gemm_prepack) ----
@@ -416,9 +417,13 @@ static int gemm_packed(gemm_layout L, int M, int N, int K, const float *A,
 // also pack the whole weight. The bound of 96 rows and what it gained:
 // docs/PERF-NOTES.md, "GEMM paths".
 #define GEMM_SKINNY_M 96
-static inline int gemm_is_skinny(int M) { return M <= GEMM_SKINNY_M; }
+static inline int gemm_is_skinny(int M)
+{
+    return M <= GEMM_SKINNY_M;
+}
 
 static int gemm_is_small(int M, int N, int K)
 {
-    return M < GEMM_MR || N < 16 || K < 16 || (double)M * N * K < 32.0 * 32 * 32;
+    return M < GEMM_MR || N < 16 || K < 16 ||
+           (double)M * N * K < 32.0 * 32 * 32;
 }

@@ -20,7 +20,8 @@
             vf b[NB];                                                          \
             _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) b[c] =        \
                 vf_load(B + (size_t)c * ldb + k);                              \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                \
+            {                                                                  \
                 vf a = vf_load(A + (size_t)r * lda + k);                       \
                 _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) s[r][c] = \
                     vf_fma(a, b[c], s[r][c]);                                  \
@@ -30,33 +31,37 @@
             vf b[NB];                                                          \
             _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) b[c] =        \
                 vf_loadn(B + (size_t)c * ldb + kv, kt);                        \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                \
+            {                                                                  \
                 vf a = vf_loadn(A + (size_t)r * lda + kv, kt);                 \
                 _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) s[r][c] = \
                     vf_fma(a, b[c], s[r][c]);                                  \
             }                                                                  \
         }                                                                      \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                    \
-            _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++) {             \
-                float v = vf_hsum(s[r][c]);                                    \
-                float *cp = C + (size_t)r * ldc + c;                           \
-                *cp = accum ? *cp + v : v;                                     \
-            }                                                                  \
+            _Pragma("GCC unroll 4") for (int c = 0; c < NB; c++)               \
+        {                                                                      \
+            float v = vf_hsum(s[r][c]);                                        \
+            float *cp = C + (size_t)r * ldc + c;                               \
+            *cp = accum ? *cp + v : v;                                         \
+        }                                                                      \
     }
+// (instances without semicolons, then the declaration after them)
+// clang-format off
 GEMM_DOT(1, 4) GEMM_DOT(2, 4) GEMM_DOT(3, 4) GEMM_DOT(4, 4) GEMM_DOT(5, 4)
 GEMM_DOT(6, 4) GEMM_DOT(1, 1) GEMM_DOT(2, 1) GEMM_DOT(3, 1) GEMM_DOT(4, 1)
 GEMM_DOT(5, 1) GEMM_DOT(6, 1)
 typedef void (*gemm_dot_fn)(int K, const float *A, int lda, const float *B,
                             int ldb, float *C, int ldc, int accum);
+// clang-format on
 static const gemm_dot_fn dot_x4[7] = {NULL,    dot_1x4, dot_2x4, dot_3x4,
                                       dot_4x4, dot_5x4, dot_6x4};
 static const gemm_dot_fn dot_x1[7] = {NULL,    dot_1x1, dot_2x1, dot_3x1,
                                       dot_4x1, dot_5x1, dot_6x1};
 
 // One group of up to 4 columns of C, every row.
-static void gemm_nt_group(int M, int K, const float *A, int lda,
-                          const float *B, int ldb, float *C, int ldc,
-                          int accum, int j, int nb)
+static void gemm_nt_group(int M, int K, const float *A, int lda, const float *B,
+                          int ldb, float *C, int ldc, int accum, int j, int nb)
 {
     for (int i = 0; i < M; i += GEMM_DOT_R) {
         int R = M - i < GEMM_DOT_R ? M - i : GEMM_DOT_R;

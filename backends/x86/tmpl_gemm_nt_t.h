@@ -57,7 +57,8 @@ static void gemm_transpose_b(int N, int K, const float *B, int ldb, float *bt)
         for (; j + 4 <= N; j += 4) {
             const float *b0 = B + (size_t)j * ldb;
             v4f r0 = v8_lo4(b0, K), r1 = v8_lo4(b0 + ldb, K);
-            v4f r2 = v8_lo4(b0 + 2 * (size_t)ldb, K), r3 = v8_lo4(b0 + 3 * (size_t)ldb, K);
+            v4f r2 = v8_lo4(b0 + 2 * (size_t)ldb, K),
+                r3 = v8_lo4(b0 + 3 * (size_t)ldb, K);
             V4_TRANSPOSE(r0, r1, r2, r3);
             float *d = bt + j;
             switch (K) { // rows k ≥ K of the transpose are zero: not stored
@@ -103,7 +104,8 @@ static int gemm_nt_t_fits(int N, int K)
 }
 
 static int gemm_nt_small_t(int M, int N, int K, const float *A, int lda,
-                           const float *B, int ldb, float *C, int ldc, int accum)
+                           const float *B, int ldb, float *C, int ldc,
+                           int accum)
 {
     if (!gemm_nt_t_fits(N, K))
         return -1;

@@ -12,13 +12,14 @@
 
 // Panel of width W from a source whose panel index runs along ROWS:
 //   dst (kc, W)[k][i] = src[i·ld + k] for i < w, 0 for w ≤ i < W.
-static void pack_rows(int W, int w, int kc, const float *src, int ld, float *dst)
+static void pack_rows(int W, int w, int kc, const float *src, int ld,
+                      float *dst)
 {
     int i0 = 0;
     for (; i0 < w; i0 += 8) {
-        int ni = w - i0 < 8 ? w - i0 : 8;    // valid source rows
-        int ns = W - i0 < 8 ? W - i0 : 8;    // lanes stored
-        v8i ms = v8_first_i(ns); // for the partial stores (vec.h)
+        int ni = w - i0 < 8 ? w - i0 : 8; // valid source rows
+        int ns = W - i0 < 8 ? W - i0 : 8; // lanes stored
+        v8i ms = v8_first_i(ns);          // for the partial stores (vec.h)
         int k = 0;
         for (; k + 8 <= kc; k += 8) {
             v8f r[8];
@@ -49,7 +50,8 @@ static void pack_rows(int W, int w, int kc, const float *src, int ld, float *dst
 
 // Panel of width W from a source whose panel index runs along COLUMNS:
 //   dst (kc, W)[k][i] = src[k·ld + i] for i < w, 0 beyond.
-static void pack_cols(int W, int w, int kc, const float *src, int ld, float *dst)
+static void pack_cols(int W, int w, int kc, const float *src, int ld,
+                      float *dst)
 {
     for (int k = 0; k < kc; k++) {
         const float *s = src + (size_t)k * ld;
@@ -59,7 +61,8 @@ static void pack_cols(int W, int w, int kc, const float *src, int ld, float *dst
             vf_store(d + i, vf_load(s + i));
         for (; i < W; i += VW) {
             int n = w - i;
-            vf v = n > 0 ? (n < VW ? vf_loadn(s + i, n) : vf_load(s + i)) : vf_zero();
+            vf v = n > 0 ? (n < VW ? vf_loadn(s + i, n) : vf_load(s + i))
+                         : vf_zero();
             int st = W - i < VW ? W - i : VW;
             if (st == VW)
                 vf_store(d + i, v);

@@ -114,10 +114,9 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
         return gemm_packed_pre((gemm_layout){0, b_trans}, M, N, K, NULL, 0, B, \
                                ldb, C, ldc, acc, Ap, NULL);                    \
     }                                                                          \
-    static int clef_f32_gemm_pb_##SFX(int a_trans, int M, int N, int K,        \
-                                      const float *A, int lda,                 \
-                                      const float *Bp, float *C, int ldc,      \
-                                      int acc)                                 \
+    static int clef_f32_gemm_pb_##SFX(                                         \
+        int a_trans, int M, int N, int K, const float *A, int lda,             \
+        const float *Bp, float *C, int ldc, int acc)                           \
     {                                                                          \
         if (K == 0) {                                                          \
             gemm_empty_k(M, N, C, ldc, acc);                                   \
@@ -126,7 +125,7 @@ static void gemm_empty_k(int M, int N, float *C, int ldc, int accumulate)
         return gemm_packed_pre((gemm_layout){a_trans, 0}, M, N, K, A, lda,     \
                                NULL, 0, C, ldc, acc, NULL, Bp);                \
     }                                                                          \
-    void clef_f32_gemm_nt_##SFX(int M, int N, int K, const float *A, int lda, \
+    void clef_f32_gemm_nt_##SFX(int M, int N, int K, const float *A, int lda,  \
                                 const float *B, int ldb, float *C, int ldc,    \
                                 int accumulate);                               \
     const clef_gemm_prepack clef_gemm_prepack_##SFX = {                        \

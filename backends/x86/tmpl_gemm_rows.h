@@ -6,7 +6,10 @@
 // (w ≤ 2·VW) [+]= Σ_k a(i,k) B[k][j..], a(i,k) = A[i·sai + k·sak]. R rows run
 // side by side so the FMA chains are independent (one row alone would wait
 // on the FMA latency every k).
-static inline vf rs_ld(const float *p, int w) { return w >= VW ? vf_load(p) : vf_loadn(p, w); }
+static inline vf rs_ld(const float *p, int w)
+{
+    return w >= VW ? vf_load(p) : vf_loadn(p, w);
+}
 static inline void rs_st(float *p, vf v, int w, int accum)
 {
     if (accum)
@@ -61,31 +64,32 @@ static inline void gemm_st4n(float *p, v4f x, int n)
                             const float *B, int ldb, float *C, int ldc, int w, \
                             int accum)                                         \
     {                                                                          \
-        v4f s[R];                                                           \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =             \
-            v4_zero();                                                  \
+        v4f s[R];                                                              \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] = v4_zero();  \
         if (w == 4) {                                                          \
             for (int k = 0; k < K; k++) {                                      \
-                v4f b = v4_load(B + (size_t)k * ldb);                  \
+                v4f b = v4_load(B + (size_t)k * ldb);                          \
                 const float *a = A + k * sak;                                  \
                 _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =     \
-                    v4_fma(v4_set1(a[r * sai]), b, s[r]);            \
+                    v4_fma(v4_set1(a[r * sai]), b, s[r]);                      \
             }                                                                  \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {              \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                \
+            {                                                                  \
                 float *c = C + (size_t)r * ldc;                                \
-                v4_store(c, accum ? v4_add(v4_load(c), s[r]) : s[r]); \
+                v4_store(c, accum ? v4_add(v4_load(c), s[r]) : s[r]);          \
             }                                                                  \
             return;                                                            \
         }                                                                      \
         for (int k = 0; k < K; k++) {                                          \
-            v4f b = v8_lo4(B + (size_t)k * ldb, w);                         \
+            v4f b = v8_lo4(B + (size_t)k * ldb, w);                            \
             const float *a = A + k * sak;                                      \
             _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =         \
-                v4_fma(v4_set1(a[r * sai]), b, s[r]);                \
+                v4_fma(v4_set1(a[r * sai]), b, s[r]);                          \
         }                                                                      \
-        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {                  \
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                    \
+        {                                                                      \
             float *c = C + (size_t)r * ldc;                                    \
-            gemm_st4n(c, accum ? v4_add(v8_lo4(c, w), s[r]) : s[r], w);    \
+            gemm_st4n(c, accum ? v4_add(v8_lo4(c, w), s[r]) : s[r], w);        \
         }                                                                      \
     }
 
@@ -101,8 +105,8 @@ static inline void gemm_st4n(float *p, v4f x, int n)
         for (int k = 0; k < K; k++) {                                          \
             vf b = rs_ld(B + (size_t)k * ldb, w);                              \
             const float *a = A + k * sak;                                      \
-            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                \
-                s[r] = vf_fma(vf_set1(a[r * sai]), b, s[r]);                   \
+            _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) s[r] =         \
+                vf_fma(vf_set1(a[r * sai]), b, s[r]);                          \
         }                                                                      \
         _Pragma("GCC unroll 8") for (int r = 0; r < R; r++)                    \
             rs_st(C + (size_t)r * ldc, s[r], w, accum);                        \
@@ -117,25 +121,29 @@ static inline void gemm_st4n(float *p, v4f x, int n)
                             int accum, const float *pf)                        \
     {                                                                          \
         vf s0[R], s1[R];                                                       \
-        _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) s0[r] = s1[r] =    \
+        _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) s0[r] = s1[r] =   \
             vf_zero();                                                         \
         for (int k = 0; k < K; k++) {                                          \
             const float *bk = B + (size_t)k * ldb, *pk = pf + (size_t)k * ldb; \
-            v_prefetch(pk);                                                        \
-            v_prefetch(pk + VW);                                                   \
+            v_prefetch(pk);                                                    \
+            v_prefetch(pk + VW);                                               \
             vf b0 = vf_load(bk), b1 = rs_ld(bk + VW, w - VW);                  \
             const float *a = A + k * sak;                                      \
-            _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {              \
+            _Pragma("GCC unroll 12") for (int r = 0; r < R; r++)               \
+            {                                                                  \
                 vf ar = vf_set1(a[r * sai]);                                   \
                 s0[r] = vf_fma(ar, b0, s0[r]);                                 \
                 s1[r] = vf_fma(ar, b1, s1[r]);                                 \
             }                                                                  \
         }                                                                      \
-        _Pragma("GCC unroll 12") for (int r = 0; r < R; r++) {                  \
+        _Pragma("GCC unroll 12") for (int r = 0; r < R; r++)                   \
+        {                                                                      \
             rs_st(C + (size_t)r * ldc, s0[r], VW, accum);                      \
             rs_st(C + (size_t)r * ldc + VW, s1[r], w - VW, accum);             \
         }                                                                      \
     }
+// (instances without semicolons, then the declaration after them)
+// clang-format off
 GEMM_ROWS_1V(1) GEMM_ROWS_1V(2) GEMM_ROWS_1V(3) GEMM_ROWS_1V(4)
 GEMM_ROWS_1V(5) GEMM_ROWS_1V(6) GEMM_ROWS_1V(7) GEMM_ROWS_1V(8)
 GEMM_ROWS_2V(1) GEMM_ROWS_2V(2) GEMM_ROWS_2V(3) GEMM_ROWS_2V(4)
@@ -147,26 +155,28 @@ GEMM_ROWS_X4(5) GEMM_ROWS_X4(6) GEMM_ROWS_X4(7) GEMM_ROWS_X4(8)
 typedef void (*gemm_rows_fn)(int K, const float *A, size_t sai, size_t sak,
                              const float *B, int ldb, float *C, int ldc, int w,
                              int accum);
-static const gemm_rows_fn rows_1v[9] = {NULL,    rows_1v_1, rows_1v_2,
+// clang-format on
+static const gemm_rows_fn rows_1v[9] = {NULL,      rows_1v_1, rows_1v_2,
                                         rows_1v_3, rows_1v_4, rows_1v_5,
                                         rows_1v_6, rows_1v_7, rows_1v_8};
-static const gemm_rows_fn rows_x4[9] = {NULL,    rows_x4_1, rows_x4_2,
+static const gemm_rows_fn rows_x4[9] = {NULL,      rows_x4_1, rows_x4_2,
                                         rows_x4_3, rows_x4_4, rows_x4_5,
                                         rows_x4_6, rows_x4_7, rows_x4_8};
 typedef void (*gemm_rows_pf_fn)(int K, const float *A, size_t sai, size_t sak,
                                 const float *B, int ldb, float *C, int ldc,
                                 int w, int accum, const float *pf);
 static const gemm_rows_pf_fn rows_2v[13] = {
-    NULL,      rows_2v_1, rows_2v_2, rows_2v_3,  rows_2v_4,  rows_2v_5, rows_2v_6,
-    rows_2v_7, rows_2v_8, rows_2v_9, rows_2v_10, rows_2v_11, rows_2v_12};
+    NULL,       rows_2v_1,  rows_2v_2, rows_2v_3, rows_2v_4,
+    rows_2v_5,  rows_2v_6,  rows_2v_7, rows_2v_8, rows_2v_9,
+    rows_2v_10, rows_2v_11, rows_2v_12};
 
 // R rows (≤ GEMM_ROWS_2V_MAX) × one strip of w (≤ 2·VW) columns, through the
 // row kernel of the strip's width; the one-vector kernels hold at most 8 rows.
 // pf: the next strip's B (rows_2v prefetches it; B + 2·VW when the caller's
 // next strip is the adjacent one).
-static void gemm_rows_call(int R, int K, const float *A, size_t sai,
-                           size_t sak, const float *B, int ldb, float *C,
-                           int ldc, int w, int accum, const float *pf)
+static void gemm_rows_call(int R, int K, const float *A, size_t sai, size_t sak,
+                           const float *B, int ldb, float *C, int ldc, int w,
+                           int accum, const float *pf)
 {
     if (w > VW) {
         rows_2v[R](K, A, sai, sak, B, ldb, C, ldc, w, accum, pf);
@@ -237,7 +247,10 @@ static void gemm_rows_small(int M, int N, int K, const float *A, size_t sai,
 // (FMA-bound: C tiles stay in registers longer). Measured on Zen 4 at the
 // released head's weights (1024x5120, 1024x4096): M = 4 runs 2x faster at
 // 16 than at 512; M = 12 1.5x faster at 256 than at 16, on 2 threads.
-static int gemm_nn_kb(int M) { return M <= 4 ? 16 : 256; }
+static int gemm_nn_kb(int M)
+{
+    return M <= 4 ? 16 : 256;
+}
 
 // B the few-row nn prefetches runs GEMM_NN_PF_BYTES ahead of the kernel:
 // with 16-row K blocks the next strip alone (2 KiB) left B waiting on
@@ -304,10 +317,13 @@ static const float *nn_strip_ahead(int N, int K, const float *B, int ldb,
         }                                                                      \
         return k0;                                                             \
     }
+// (instances without semicolons, then the declaration after them)
+// clang-format off
 GEMM_NN_1V_PAIRS(1) GEMM_NN_1V_PAIRS(2) GEMM_NN_1V_PAIRS(3) GEMM_NN_1V_PAIRS(4)
 typedef int (*gemm_nn_pairs_fn)(int K, int KB, const float *A, int lda,
                                 const float *B, int ldb, float *C, int ldc,
                                 int w, int accum);
+// clang-format on
 static const gemm_nn_pairs_fn nn_1v_pairs[5] = {
     NULL, nn_1v_pairs_1, nn_1v_pairs_2, nn_1v_pairs_3, nn_1v_pairs_4};
 
@@ -354,10 +370,9 @@ static void gemm_rows_nn_strips(int M, int N, int K, const float *A, int lda,
                 const int q = M / ng, big = ng - M % ng;
                 for (int g = 0, i = 0, R; i < M; i += R, g++) {
                     R = g < big ? q : q + 1;
-                    gemm_rows_call(R, kb, A + (size_t)i * lda + k0,
-                                   (size_t)lda, 1, B + (size_t)k0 * ldb + j,
-                                   ldb, C + (size_t)i * ldc + j, ldc, w, acc,
-                                   pf);
+                    gemm_rows_call(R, kb, A + (size_t)i * lda + k0, (size_t)lda,
+                                   1, B + (size_t)k0 * ldb + j, ldb,
+                                   C + (size_t)i * ldc + j, ldc, w, acc, pf);
                 }
             }
         }
@@ -419,8 +434,8 @@ static void gemm_rows_tn_block(int M, int N, int K, const float *A, size_t sak,
     const int rb = gemm_tn_rows(N), i = ib * rb, R = M - i < rb ? M - i : rb;
     for (int j = 0; j < N; j += 2 * VW) {
         int w = N - j < 2 * VW ? N - j : 2 * VW;
-        gemm_rows_call(R, K, A + i, 1, sak, B + j, ldb,
-                       C + (size_t)i * ldc + j, ldc, w, accum, B + j + 2 * VW);
+        gemm_rows_call(R, K, A + i, 1, sak, B + j, ldb, C + (size_t)i * ldc + j,
+                       ldc, w, accum, B + j + 2 * VW);
     }
 }
 

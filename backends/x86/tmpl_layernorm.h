@@ -89,7 +89,8 @@ static void ln_bwd_row(int n, const float *g, const float *h, float rs,
     }
     if (!d)
         return;
-    vf m1 = vf_set1(vf_hsum(s1) / (float)n), m2 = vf_set1(vf_hsum(s2) / (float)n);
+    vf m1 = vf_set1(vf_hsum(s1) / (float)n),
+       m2 = vf_set1(vf_hsum(s2) / (float)n);
     vf r = vf_set1(rs);
     for (i = 0; i + VW <= n; i += VW) {
         vf dxh = vf_mul(vf_load(g + i), vf_load(gamma + i));
@@ -124,4 +125,3 @@ static void ln_bwd_cols(int rows, int n, int c, int w, const float *dy,
         vf_storen(dbeta + c, vf_add(vf_loadn(dbeta + c, w), sb), w);
     }
 }
-

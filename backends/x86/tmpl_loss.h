@@ -15,7 +15,10 @@ static inline vf loss_lane_index(int i0)
     return vf_load(t);
 }
 
-static inline vf loss_ld(const float *p, int w) { return w == VW ? vf_load(p) : vf_loadn(p, w); }
+static inline vf loss_ld(const float *p, int w)
+{
+    return w == VW ? vf_load(p) : vf_loadn(p, w);
+}
 static inline void loss_st(float *p, vf v, int w)
 {
     if (w == VW)
@@ -29,7 +32,8 @@ static inline vf loss_ordinal_weight(int n, int i0, const float *y)
 {
     vf iv = loss_lane_index(i0), acc = vf_zero();
     for (int j = 0; j < n; j++)
-        acc = vf_add(acc, vf_mul(vf_abs(vf_sub(iv, vf_set1((float)j))), vf_set1(y[j])));
+        acc = vf_add(
+            acc, vf_mul(vf_abs(vf_sub(iv, vf_set1((float)j))), vf_set1(y[j])));
     return acc;
 }
 
@@ -45,7 +49,8 @@ static double loss_question_v(int n, int score, const float *z, const float *y,
     vf mxv = vf_set1(ninf);
     for (int i = 0; i < n; i += VW) {
         int w = n - i < VW ? n - i : VW;
-        mxv = vf_max(mxv, w == VW ? vf_load(z + i) : vf_loadn_fill(z + i, w, ninf));
+        mxv = vf_max(mxv,
+                     w == VW ? vf_load(z + i) : vf_loadn_fill(z + i, w, ninf));
     }
     vf mx = vf_set1(vf_hmax(mxv)), sv = vf_zero();
     for (int i = 0; i < n; i += VW) {
@@ -62,11 +67,13 @@ static double loss_question_v(int n, int score, const float *z, const float *y,
         loss_st(p + i, vf_div(loss_ld(p + i, w), sumv), w);
     }
     vf lse = vf_set1(logf(sum));
-    vf one_eps = vf_set1(1.0f - a->smoothing), eps_n = vf_set1(a->smoothing / (float)n);
+    vf one_eps = vf_set1(1.0f - a->smoothing),
+       eps_n = vf_set1(a->smoothing / (float)n);
     vf ce = vf_zero(), brier = vf_zero(), pb = vf_zero();
     for (int i = 0; i < n; i += VW) {
         int w = n - i < VW ? n - i : VW;
-        vf yi = loss_ld(y + i, w), pi = loss_ld(p + i, w), zi = loss_ld(z + i, w);
+        vf yi = loss_ld(y + i, w), pi = loss_ld(p + i, w),
+           zi = loss_ld(z + i, w);
         vf ys = vf_add(vf_mul(one_eps, yi), eps_n);
         vf logp = vf_sub(vf_sub(zi, mx), lse);
         vf d = vf_sub(pi, yi);
@@ -90,7 +97,8 @@ static double loss_question_v(int n, int score, const float *z, const float *y,
         return share;
     // ordinal term: a_i = λ ow_i / (n−1) / N_score
     float den = (float)(n - 1);
-    vf lam = vf_set1(a->ordinal), denv = vf_set1(den), ins = vf_set1(a->inv_nscore);
+    vf lam = vf_set1(a->ordinal), denv = vf_set1(den),
+       ins = vf_set1(a->inv_nscore);
     vf ord = vf_zero(), pa = vf_zero();
     for (int i = 0; i < n; i += VW) {
         int w = n - i < VW ? n - i : VW;
@@ -104,10 +112,12 @@ static double loss_question_v(int n, int score, const float *z, const float *y,
     for (int i = 0; i < n; i += VW) {
         int w = n - i < VW ? n - i : VW;
         vf pi = loss_ld(p + i, w);
-        vf ai = vf_mul(vf_div(vf_mul(lam, loss_ordinal_weight(n, i, y)), denv), ins);
-        loss_st(dz + i, vf_add(loss_ld(dz + i, w), vf_mul(pi, vf_sub(ai, pav))), w);
+        vf ai = vf_mul(vf_div(vf_mul(lam, loss_ordinal_weight(n, i, y)), denv),
+                       ins);
+        loss_st(dz + i, vf_add(loss_ld(dz + i, w), vf_mul(pi, vf_sub(ai, pav))),
+                w);
     }
-    share += (double)a->ordinal * (double)a->inv_nscore * ((double)vf_hsum(ord) / den);
+    share += (double)a->ordinal * (double)a->inv_nscore *
+             ((double)vf_hsum(ord) / den);
     return share;
 }
-

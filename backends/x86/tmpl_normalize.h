@@ -45,7 +45,8 @@ static inline void nz_back(int n, float eps, const float *y, float nrm,
         for (; i + VW <= n; i += VW)
             acc = vf_fma(vf_load(y + i), vf_mul(s, vf_load(G + i)), acc);
         if (i < n)
-            acc = vf_fma(vf_loadn(y + i, n - i), vf_mul(s, vf_loadn(G + i, n - i)), acc);
+            acc = vf_fma(vf_loadn(y + i, n - i),
+                         vf_mul(s, vf_loadn(G + i, n - i)), acc);
         dot = vf_hsum(acc);
     }
     vf dv = vf_set1(dot), den = vf_set1(big ? nrm : eps);
@@ -62,4 +63,3 @@ static inline void nz_back(int n, float eps, const float *y, float nrm,
         vf_storen(dx + i, vf_add(vf_loadn(dx + i, t), vf_div(v, den)), t);
     }
 }
-

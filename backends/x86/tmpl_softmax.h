@@ -5,4 +5,3 @@
 //   seg: the same per segment x[off[s] .. off[s+1]).
 
 #include "tmpl_softmax_row.h"
-

@@ -13,7 +13,8 @@ static void softmax_row(int n, float scale, const float *x, float *y)
     for (; i + VW <= n; i += VW)
         mx = vf_max(mx, vf_mul(vf_load(x + i), sc));
     if (i < n)
-        mx = vf_max(mx, vf_mul(vf_loadn_fill(x + i, n - i, -__builtin_inff()), sc));
+        mx = vf_max(mx,
+                    vf_mul(vf_loadn_fill(x + i, n - i, -__builtin_inff()), sc));
     float m = vf_hmax(mx);
     if (m == -__builtin_inff() || n == 0) {
         for (i = 0; i < n; i++)
@@ -27,7 +28,8 @@ static void softmax_row(int n, float scale, const float *x, float *y)
         s0 = vf_add(s0, e);
     }
     if (i < n) {
-        vf e = vf_exp(vf_fms(vf_loadn_fill(x + i, n - i, -__builtin_inff()), sc, mv));
+        vf e = vf_exp(
+            vf_fms(vf_loadn_fill(x + i, n - i, -__builtin_inff()), sc, mv));
         vf_storen(y + i, e, n - i);
         s1 = vf_add(s1, e);
     }
@@ -57,7 +59,8 @@ static void softmax_bwd_row(int n, float scale, const float *y, const float *dy,
     }
     if (i < n) {
         int t = n - i;
-        vf g = vf_mul(vf_mul(vf_loadn(y + i, t), vf_sub(vf_loadn(dy + i, t), dot)), sc);
+        vf g = vf_mul(
+            vf_mul(vf_loadn(y + i, t), vf_sub(vf_loadn(dy + i, t), dot)), sc);
         vf_storen(out + i, acc ? vf_add(vf_loadn(out + i, t), g) : g, t);
     }
 }

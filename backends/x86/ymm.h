@@ -6,6 +6,8 @@
 // vf layer of its vec.h, which includes this header.
 #ifndef CLEF_X86_YMM_H
 #define CLEF_X86_YMM_H
+// One-line wrappers of the ISA's intrinsics, kept one per line.
+// clang-format off
 
 #include <immintrin.h>
 
@@ -134,4 +136,5 @@ static inline void transpose8(v8f r[8])
 // Prefetch the line at p into all cache levels.
 X86_INLINE void v_prefetch(const void *p) { _mm_prefetch((const char *)p, _MM_HINT_T0); }
 
+// clang-format on
 #endif

@@ -33,7 +33,10 @@ void fz_buf_put(fz_buf *b, const void *src, size_t n)
     b->p[b->n] = 0; // always NUL-terminated (not counted)
 }
 
-void fz_buf_puts(fz_buf *b, const char *s) { fz_buf_put(b, s, strlen(s)); }
+void fz_buf_puts(fz_buf *b, const char *s)
+{
+    fz_buf_put(b, s, strlen(s));
+}
 
 void fz_buf_printf(fz_buf *b, const char *fmt, ...)
 {
@@ -93,7 +96,10 @@ void fz_release_tmpdir(void)
     tmpdir[0] = 0;
 }
 
-static void remove_tmpdir(void) { fz_release_tmpdir(); }
+static void remove_tmpdir(void)
+{
+    fz_release_tmpdir();
+}
 
 static int try_dir(const char *base)
 {
@@ -173,8 +179,8 @@ void fz_st_build(fz_buf *out, const fz_tensor *t, int n, const char *meta_json)
     fz_buf_puts(&h, "{");
     size_t off = 0;
     for (int i = 0; i < n; i++) {
-        fz_buf_printf(&h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "",
-                      t[i].name, t[i].dtype);
+        fz_buf_printf(&h, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[",
+                      i ? "," : "", t[i].name, t[i].dtype);
         for (int j = 0; j < t[i].ndim; j++)
             fz_buf_printf(&h, "%s%lld", j ? "," : "", (long long)t[i].shape[j]);
         fz_buf_printf(&h, "],\"data_offsets\":[%zu,%zu]}", off,
@@ -201,8 +207,8 @@ void fz_st_build(fz_buf *out, const fz_tensor *t, int n, const char *meta_json)
 
 // ---- the tiny head ----
 
-const clef_config fz_tiny_cfg = {.d = 4, .w = 4, .h = 2, .f = 8, .R = 1,
-                                 .L = 1};
+const clef_config fz_tiny_cfg = {
+    .d = 4, .w = 4, .h = 2, .f = 8, .R = 1, .L = 1};
 
 int fz_tiny_head(clef_head *hd, int moments)
 {
@@ -275,7 +281,10 @@ int fz_split(const uint8_t *data, size_t n, const uint8_t *part[FZ_NPARTS],
 }
 
 // Values that F16 and F32 both hold exactly: multiples of 1/8 in [-2, 2).
-static float tiny_value(unsigned i) { return (float)((int)((i * 37u + 11u) % 32u) - 16) / 8.0f; }
+static float tiny_value(unsigned i)
+{
+    return (float)((int)((i * 37u + 11u) % 32u) - 16) / 8.0f;
+}
 
 static uint16_t f16_of(float x)
 {
@@ -341,12 +350,10 @@ static void tiny_shard(fz_buf *out, const tiny_rec *recs, int nrec, int d,
         int64_t rows[4] = {r->T, r->T, r->Q, r->O};
         for (int j = 0; j < 4; j++) {
             snprintf(names[nt], sizeof(names[nt]), "%s/%s", r->id, suffix[j]);
-            t[nt] = (fz_tensor){names[nt],
-                                j ? "I32" : (r->f16 ? "F16" : "F32"),
-                                j == 1 ? 1 : 2,
-                                {rows[j], j == 0 ? d : 2},
-                                data[j],
-                                nbytes[j]};
+            t[nt] = (fz_tensor){
+                names[nt],      j ? "I32" : (r->f16 ? "F16" : "F32"),
+                j == 1 ? 1 : 2, {rows[j], j == 0 ? d : 2},
+                data[j],        nbytes[j]};
             bufs[nt++] = data[j];
         }
     }

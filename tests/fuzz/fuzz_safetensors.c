@@ -47,8 +47,10 @@ static void roundtrip(const clef_st_file *f, void **vals, const char *out)
     }
     clef_st_file g;
     if (clef_st_open(out, &g, &err) != 0) {
-        fprintf(stderr, "fuzz: clef_st_write wrote a file clef_st_open "
-                        "rejects: %s\n", err.msg);
+        fprintf(stderr,
+                "fuzz: clef_st_write wrote a file clef_st_open "
+                "rejects: %s\n",
+                err.msg);
         abort();
     }
     if (g.ntensors != k) {
@@ -70,8 +72,10 @@ static void roundtrip(const clef_st_file *f, void **vals, const char *out)
                      ? clef_st_read_f32(&g, t, back, 0, &err)
                      : clef_st_read_i32(&g, t, back, &err);
         if (rc != 0 || memcmp(back, e[j].data, bytes) != 0) {
-            fprintf(stderr, "fuzz: tensor \"%s\" values changed on the round "
-                            "trip (%s)\n", e[j].name, rc ? err.msg : "");
+            fprintf(stderr,
+                    "fuzz: tensor \"%s\" values changed on the round "
+                    "trip (%s)\n",
+                    e[j].name, rc ? err.msg : "");
             abort();
         }
         free(back);
@@ -79,8 +83,10 @@ static void roundtrip(const clef_st_file *f, void **vals, const char *out)
     for (int j = 0; j < f->nmeta; j++) {
         const char *v = clef_st_meta_get(&g, f->meta[j].key);
         if (!v || strcmp(v, f->meta[j].value) != 0) {
-            fprintf(stderr, "fuzz: metadata \"%s\" changed on the round "
-                            "trip\n", f->meta[j].key);
+            fprintf(stderr,
+                    "fuzz: metadata \"%s\" changed on the round "
+                    "trip\n",
+                    f->meta[j].key);
             abort();
         }
     }
@@ -102,8 +108,10 @@ static int one_input(const uint8_t *data, size_t size)
         fprintf(stderr, "clef_st_open: %s\n", orc ? err.msg : "ok");
     if (orc != 0) {
         if (err.code != CLEF_ERR_INPUT || !err.msg[0]) {
-            fprintf(stderr, "fuzz: rejected without an input error (code %d,"
-                            " \"%s\")\n", err.code, err.msg);
+            fprintf(stderr,
+                    "fuzz: rejected without an input error (code %d,"
+                    " \"%s\")\n",
+                    err.code, err.msg);
             abort();
         }
         return 0;

@@ -27,8 +27,10 @@ static void check_loaded(const clef_head *hd, const char *what)
     if (clef_config_check(&hd->cfg, NULL, &err) != 0 || !hd->params ||
         hd->ntensors != clef_tensor_count(&hd->cfg) ||
         hd->nparams != clef_param_count(&hd->cfg)) {
-        fprintf(stderr, "fuzz: %s loaded a head it should have rejected "
-                        "(%s)\n", what, err.msg);
+        fprintf(stderr,
+                "fuzz: %s loaded a head it should have rejected "
+                "(%s)\n",
+                what, err.msg);
         abort();
     }
 }
@@ -37,7 +39,8 @@ static void expect_input_error(int rc, const clef_err *err, const char *what)
 {
     if (fz_verbose())
         fprintf(stderr, "%s: %s\n", what, rc ? err->msg : "ok");
-    if (rc != 0 && (!err->msg[0] || (rc != CLEF_ERR_INPUT && rc != CLEF_ERR_RUN))) {
+    if (rc != 0 &&
+        (!err->msg[0] || (rc != CLEF_ERR_INPUT && rc != CLEF_ERR_RUN))) {
         fprintf(stderr, "fuzz: %s failed with code %d and message \"%s\"\n",
                 what, rc, err->msg);
         abort();
@@ -79,16 +82,17 @@ static int one_input(const uint8_t *data, size_t size)
     }
     rc = clef_checkpoint_load(path, &hd, &err);
     expect_input_error(rc, &err, "clef_checkpoint_load (fixed head)");
-    if (memcmp(&hd.cfg, &fz_tiny_cfg, sizeof(clef_config)) != 0 ||
-        !hd.params) {
+    if (memcmp(&hd.cfg, &fz_tiny_cfg, sizeof(clef_config)) != 0 || !hd.params) {
         fprintf(stderr, "fuzz: clef_checkpoint_load changed an allocated "
                         "head's configuration\n");
         abort();
     }
     memset(&err, 0, sizeof(err));
     if (rc == 0 && clef_checkpoint_matches(path, &hd, &err) != 1) {
-        fprintf(stderr, "fuzz: a checkpoint just loaded does not match "
-                        "itself (%s)\n", err.msg);
+        fprintf(stderr,
+                "fuzz: a checkpoint just loaded does not match "
+                "itself (%s)\n",
+                err.msg);
         abort();
     }
     clef_st_file f;

@@ -158,9 +158,10 @@ static void safetensors_seeds(const fz_buf *weights, const fz_buf pkg[])
     put_raw(S, "bad-json.safetensors", "{\"x\":{\"dtype\":", NULL, 0);
     put_raw(S, "bad-meta.safetensors",
             "{\"__metadata__\":{\"format\":3},\"x\":{\"dtype\":\"I32\","
-            "\"shape\":[],\"data_offsets\":[0,4]}}", i32, 4);
-    uint8_t huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{',
-                        '}'};
+            "\"shape\":[],\"data_offsets\":[0,4]}}",
+            i32, 4);
+    uint8_t huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff,
+                        0xff, 0xff, 0x7f, '{',  '}'};
     put(S, "bad-header-length.safetensors", huge, 10);
     put(S, "bad-short.safetensors", huge, 5);
 }

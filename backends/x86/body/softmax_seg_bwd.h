@@ -3,6 +3,6 @@
 // it: clef_f32_softmax_seg_bwd__avx2 in backends/avx2/softmax.c and
 // clef_f32_softmax_seg_bwd__avx512 in backends/avx512/softmax.c. Its parameters
 // are the definition's (CLEF_SIG_softmax_seg_bwd, backends/kernels.h).
-    for (int s = 0; s < nseg; s++)
-        softmax_bwd_row(off[s + 1] - off[s], 1.0f, y + off[s], dy + off[s],
-                        dx + off[s], 1);
+for (int s = 0; s < nseg; s++)
+    softmax_bwd_row(off[s + 1] - off[s], 1.0f, y + off[s], dy + off[s],
+                    dx + off[s], 1);
