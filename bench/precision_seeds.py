@@ -172,6 +172,15 @@ def learning(q, level, seeds, runs, es, values):
             "sign_test_p": sign_test(len(only[A]), n)}
 
 
+def ci_text(st, fmt):
+    """" (95 % interval LO to HI)" of stats st, each bound in format fmt, or
+    "" with one seed."""
+    if "ci95" not in st:
+        return ""
+    lo, hi = (format(x, fmt) for x in st["ci95"])
+    return f" (95 % interval {lo} to {hi})"
+
+
 def st_mean(xs):
     xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else float("nan")
@@ -184,10 +193,8 @@ def print_learning(L, A, B):
     if st:
         line = (f"  first reached at step {A} {st_mean(L['step'][A]):.0f}, "
                 f"{B} {st_mean(L['step'][B]):.0f} (means); paired over "
-                f"{st['n']} seeds B - A {st['mean']:+.0f} steps")
-        if "ci95" in st:
-            line += (f" (95 % interval {st['ci95'][0]:+.0f} to "
-                     f"{st['ci95'][1]:+.0f})")
+                f"{st['n']} seeds B - A {st['mean']:+.0f} steps"
+                + ci_text(st, "+.0f"))
         print(line + f"; B later in {st['above']} seeds, earlier in "
               f"{st['below']}")
     print(f"  never reached: {A} {L['never'][A]}, {B} {L['never'][B]}")
@@ -362,10 +369,7 @@ def main(argv):
         mean = {v: sum(e[key] for e in es[v]) / len(seeds) for v in values}
         line = (f"early stopping's {key.replace('_', ' ')} ({es[A][0]['metric']}"
                 f"): mean {A} {mean[A]:.4g}, {B} {mean[B]:.4g}{unit}; B - A "
-                f"{st['mean']:+.4g}")
-        if "ci95" in st:
-            line += (f" (95 % interval {st['ci95'][0]:+.4g} to "
-                     f"{st['ci95'][1]:+.4g})")
+                f"{st['mean']:+.4g}" + ci_text(st, "+.4g"))
         print(line)
     runs = {v: {s: by[v][s][1] for s in seeds} for v in values}
     summary["learned"] = []
