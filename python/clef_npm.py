@@ -102,6 +102,23 @@ def _pin(spec, pins):
     return pins[spec]["sha256"].lower()
 
 
+# npm's codes for a certificate chain that node does not trust: most often a
+# proxy that re-signs TLS with its own CA
+TLS_CODES = ("SELF_SIGNED_CERT_IN_CHAIN", "DEPTH_ZERO_SELF_SIGNED_CERT",
+             "UNABLE_TO_GET_ISSUER_CERT_LOCALLY", "UNABLE_TO_VERIFY_LEAF_SIGNATURE")
+
+
+def _tls_hint(stderr):
+    """What to do when npm's failure is an untrusted certificate chain."""
+    code = next((c for c in TLS_CODES if c in stderr), None)
+    if code is None:
+        return ""
+    return (f" [{code}: node does not trust the registry's certificate chain, as behind a "
+            "proxy that re-signs TLS; give node that proxy's CA with "
+            "NODE_EXTRA_CA_CERTS=/path/to/ca.pem (or `npm config set cafile`), or fill "
+            "the cache from a machine that can fetch]")
+
+
 def tarball(spec, cache_dir=None, pins=None, offline=False):
     """Path of spec's verified tarball in the cache, fetching it with `npm pack` if absent.
 
@@ -127,7 +144,8 @@ def tarball(spec, cache_dir=None, pins=None, offline=False):
             ["npm", "pack", spec, "--json", "--pack-destination", tmp],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
         if proc.returncode != 0:
-            raise NpmError(f"{spec}: npm pack failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+            raise NpmError(f"{spec}: npm pack failed ({proc.returncode}): "
+                           f"{proc.stderr.strip()[-2000:]}{_tls_hint(proc.stderr)}")
         names = [n for n in os.listdir(tmp) if n.endswith(".tgz")]
         if len(names) != 1:
             raise NpmError(f"{spec}: npm pack left {names!r} in {tmp}")

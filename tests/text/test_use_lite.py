@@ -17,6 +17,7 @@ import sys
 import tarfile
 import tempfile
 import unittest
+import unittest.mock
 
 import numpy as np
 
@@ -199,6 +200,34 @@ class NpmCacheTest(unittest.TestCase):
                           offline=True)
         with self.assertRaises(clef_npm.NpmError):
             clef_npm.path("tiny@1.0.0", cache_dir=self.cache, pins={}, offline=True)
+
+    def fake_npm(self, stderr):
+        """A `npm` first on PATH that fails with stderr."""
+        bindir = os.path.join(self.dir, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        exe = os.path.join(bindir, "npm")
+        with open(exe, "w") as f:
+            f.write("#!/bin/sh\necho '%s' >&2\nexit 1\n" % stderr)
+        os.chmod(exe, 0o755)
+        return {"PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
+
+    def fetch_error(self, stderr):
+        env = self.fake_npm(stderr)
+        with unittest.mock.patch.dict(os.environ, env):
+            with self.assertRaises(clef_npm.NpmError) as cm:
+                clef_npm.path("other@1.0.0", cache_dir=self.cache,
+                              pins={"other@1.0.0": {"sha256": "1" * 64}})
+        return str(cm.exception)
+
+    def test_untrusted_certificate_chain_says_what_to_do(self):
+        msg = self.fetch_error("npm ERR! code SELF_SIGNED_CERT_IN_CHAIN")
+        self.assertIn("other@1.0.0: npm pack failed (1)", msg)
+        self.assertIn("[SELF_SIGNED_CERT_IN_CHAIN: node does not trust", msg)
+        self.assertIn("NODE_EXTRA_CA_CERTS", msg)
+        # any other failure: npm's words alone
+        msg = self.fetch_error("npm ERR! code E404")
+        self.assertIn("E404", msg)
+        self.assertNotIn("NODE_EXTRA_CA_CERTS", msg)
 
     def test_pins_cover_everything_used(self):
         pins = clef_npm.load_pins()
