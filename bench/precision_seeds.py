@@ -37,14 +37,14 @@ best step earlier, or Q never reached ACC): with the seeds that did so in
 one precision only and a two-sided sign test over them.
 CLEF_BIN names the clef binary (default build/bin/clef).
 """
-import math
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
 
-from precision_compare import argmax_answers, band, history
+from precision_compare import argmax_answers, band
 from precision_rescore import accuracy, clef_score, labelled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -91,9 +91,9 @@ def sweep(a, pkg, sweep_dir, train_n, axis, values):
                          "command resumes)")
 
 
-def finished_runs(sweep_dir):
-    """[(settings, run dir)] of the sweep's runs that finished: result.json
-    with status ok and the weights beside it."""
+def finished_runs(sweep_dir, lab):
+    """[(settings, run)] of the sweep's runs that finished (result.json with
+    status ok and the weights beside it), run as run_record makes it."""
     with open(os.path.join(sweep_dir, "sweep-spec.json")) as f:
         spec = json.load(f)
     out = []
@@ -106,24 +106,25 @@ def finished_runs(sweep_dir):
             continue
         if res.get("status") == "ok" and os.path.exists(
                 os.path.join(rd, "weights.safetensors")):
-            out.append((r["settings"], rd))
+            out.append((r["settings"], run_record(rd, res, lab)))
     return out
 
 
-def answers(run_dir, lab):
-    """{(record, question): predicted option} of the run's result.json, for
-    the keys of lab."""
-    with open(os.path.join(run_dir, "result.json")) as f:
-        res = json.load(f)
-    return {(r["id"], q["id"]): q["predicted"] for r in res["records"]
-            for q in r["questions"] if (r["id"], q["id"]) in lab}
+def run_record(run_dir, res, lab):
+    """What the analysis uses of a run's result.json res, read once: its
+    answers on the split ({(record, question): predicted option}, for the
+    keys of lab), its history by step and its early stopping."""
+    return {"dir": run_dir,
+            "answers": {(r["id"], q["id"]): q["predicted"]
+                        for r in res["records"] for q in r["questions"]
+                        if (r["id"], q["id"]) in lab},
+            "history": {e["step"]: e for e in res["history"]},
+            "es": early_stopping(res)}
 
 
-def early_stopping(run_dir):
+def early_stopping(res):
     """result.json's early_stopping, or the last evaluation's validation
     loss as best_value when the run kept its last weights."""
-    with open(os.path.join(run_dir, "result.json")) as f:
-        res = json.load(f)
     es = res.get("early_stopping")
     if es and es.get("best_step") is not None:
         return es
@@ -132,10 +133,9 @@ def early_stopping(run_dir):
             last["validation_loss"], "best_step": last["step"]}
 
 
-def learned_step(run_dir, q, level):
-    """The first evaluation step whose validation accuracy on question q
-    reaches level, None if none did."""
-    h = history(run_dir)
+def learned_step(h, q, level):
+    """The first evaluation step of history h whose validation accuracy on
+    question q reaches level, None if none did."""
     for step in sorted(h):
         if h[step]["validation_accuracy_per_question"][q] >= level:
             return step
@@ -151,14 +151,14 @@ def sign_test(k, n):
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(lo + 1)) / 2 ** n)
 
 
-def learning(q, level, seeds, runs, es, values):
+def learning(q, level, seeds, by, values):
     """When q reached level in each run, paired; runs that exported weights
-    from before it. runs: {value: {seed: run dir}}; es: {value: [early
-    stopping per seed]}."""
-    step = {v: [learned_step(runs[v][s], q, level) for s in seeds]
+    from before it. by: {value: {seed: run_record}}."""
+    step = {v: [learned_step(by[v][s]["history"], q, level) for s in seeds]
             for v in values}
-    before = {v: [s for s, st, e in zip(seeds, step[v], es[v])
-                  if st is None or e["best_step"] < st] for v in values}
+    before = {v: [s for s, st in zip(seeds, step[v])
+                  if st is None or by[v][s]["es"]["best_step"] < st]
+              for v in values}
     both = [(x, y) for x, y in zip(*(step[v] for v in values))
             if x is not None and y is not None]
     A, B = values
@@ -295,19 +295,19 @@ def main(argv):
     if not a.no_run:
         sweep(a, pkg, sweep_dir, train_n, axis, values)
 
-    # {value: {seed: (answers, run)}}; precision is the axis or fp32
+    # {value: {seed: run_record}}; precision is the axis or fp32
     by = {v: {} for v in values}
     prec = {}
-    for s, rd in finished_runs(sweep_dir):
+    for s, run in finished_runs(sweep_dir, lab):
         v, seed = str(s[axis]), int(s["seed"])
-        by[v][seed] = (answers(rd, lab), rd)
+        by[v][seed] = run
         prec[(v, seed)] = s.get("precision", "fp32")
     seeds = sorted(set(by[values[0]]) & set(by[values[1]]))
     if not seeds:
         raise SystemExit(f"{sweep_dir}: no seed has both runs finished")
     for seed in seeds[:a.check]:
         for v in values:
-            ans, rd = by[v][seed]
+            ans, rd = by[v][seed]["answers"], by[v][seed]["dir"]
             again = scored(rd, pkg, prec[(v, seed)], lab)
             diff = sum(again[k] != ans[k] for k in ans)
             if diff or again.keys() != ans.keys():
@@ -322,11 +322,12 @@ def main(argv):
     fail = 0
     for q in qs:
         keys = {k for k in lab if k[1] == q}
-        acc = {v: [accuracy({k: by[v][s][0][k] for k in keys}, lab)[q]
+        acc = {v: [accuracy({k: by[v][s]["answers"][k] for k in keys}, lab)[q]
                    for s in seeds] for v in values}
         d = [100 * (y - x) for x, y in zip(acc[A], acc[B])]
         st = stats(d)
-        same = [sum(by[A][s][0][k] == by[B][s][0][k] for k in keys)
+        same = [sum(by[A][s]["answers"][k] == by[B][s]["answers"][k]
+                    for k in keys)
                 for s in seeds]
         summary["questions"][q] = {
             "n": len(keys), "accuracy": acc, "b_minus_a_points": d,
@@ -350,7 +351,7 @@ def main(argv):
               f"{len(d) - st['above'] - st['below']}")
         print(f"  same answers per seed: {min(same)}-{max(same)} of "
               f"{len(keys)} (mean {sum(same) / len(same):.1f})")
-    gaps = {key: [band(history(by[A][s][1]), history(by[B][s][1]), key)[0]
+    gaps = {key: [band(by[A][s]["history"], by[B][s]["history"], key)[0]
                   for s in seeds]
             for key in ("train_loss", "validation_loss")}
     summary["loss_gap"] = gaps
@@ -359,7 +360,7 @@ def main(argv):
               f"{100 * max(g):.2f} % of A (largest |B - A| / A over the "
               "evaluations both made, per seed)")
     # the early-stopping metric and where it was reached, paired
-    es = {v: [early_stopping(by[v][s][1]) for s in seeds] for v in values}
+    es = {v: [by[v][s]["es"] for s in seeds] for v in values}
     for key, unit in (("best_value", ""), ("best_step", " steps")):
         d = [y[key] - x[key] for x, y in zip(es[A], es[B])]
         st = stats(d)
@@ -371,10 +372,9 @@ def main(argv):
                 f"): mean {A} {mean[A]:.4g}, {B} {mean[B]:.4g}{unit}; B - A "
                 f"{st['mean']:+.4g}" + ci_text(st, "+.4g"))
         print(line)
-    runs = {v: {s: by[v][s][1] for s in seeds} for v in values}
     summary["learned"] = []
     for q, lv in learned:
-        L = learning(q, lv, seeds, runs, es, values)
+        L = learning(q, lv, seeds, by, values)
         summary["learned"].append(L)
         print_learning(L, A, B)
     tmp = os.path.join(sweep_dir, "summary.json.tmp")
