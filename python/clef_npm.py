@@ -144,8 +144,9 @@ def tarball(spec, cache_dir=None, pins=None, offline=False):
             ["npm", "pack", spec, "--json", "--pack-destination", tmp],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
         if proc.returncode != 0:
-            raise NpmError(f"{spec}: npm pack failed ({proc.returncode}): "
-                           f"{proc.stderr.strip()[-2000:]}{_tls_hint(proc.stderr)}")
+            # the hint first: callers show the first lines of the message
+            raise NpmError(f"{spec}: npm pack failed ({proc.returncode})"
+                           f"{_tls_hint(proc.stderr)}: {proc.stderr.strip()[-2000:]}")
         names = [n for n in os.listdir(tmp) if n.endswith(".tgz")]
         if len(names) != 1:
             raise NpmError(f"{spec}: npm pack left {names!r} in {tmp}")
